@@ -1,0 +1,71 @@
+// The Backend seam: one model instance on one device (a CPU thread set, a GPU, a NeuronCore range, or the
+// simulator) holding every per-bucket graph of the model, warmed, ready to execute a padded batch.
+//
+// Thread-safety: Execute() may be called from one thread at a time per instance (the scheduler gives each
+// instance its own thread); different instances run concurrently. load_stats()/Describe() are immutable
+// after Create().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/model_config.h"
+#include "backend/tensor.h"
+
+namespace sluice {
+
+// A padded batch for exactly one compiled (batch size, length) bucket.
+struct PaddedBatch {
+  int batch_size = 0;
+  int64_t length = 0;                // the bucket length (the variable axis of every input)
+  std::vector<HostTensor> inputs;    // one per declared input, shape [batch_size, length, ...]
+  std::vector<int64_t> row_lengths;  // batch_size real lengths, each in [1, length]
+};
+
+struct BatchResult {
+  std::vector<HostTensor> outputs;      // one per declared output, shape [batch_size, ...] (still padded)
+  std::vector<int64_t> output_lengths;  // per row: real extent of the variable output axis; empty if none
+};
+
+// What loading one bucket cost; reported apart from steady-state numbers.
+struct BucketLoadStats {
+  int batch_size = 0;
+  int64_t length = 0;
+  double load_seconds = 0;  // read + deserialize (+ device placement)
+  double warm_seconds = 0;  // first executions, until the graph runs at steady state
+};
+
+struct InstanceOptions {
+  const ModelConfig* model = nullptr;  // must outlive the instance
+  InstanceGroup group;
+  int replica = 0;  // index within the group (chooses this replica's slice of the group's cores)
+  int warmup_runs = 2;
+};
+
+class Backend {
+ public:
+  // Creates the instance for options.group.device, loading and warming every bucket graph.
+  // Errors name the model, the bucket and the file.
+  static absl::StatusOr<std::unique_ptr<Backend>> Create(const InstanceOptions& options);
+
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  virtual ~Backend() = default;
+
+  // Runs the bucket graph for (batch.batch_size, batch.length).
+  // REQUIRES: that bucket is compiled; inputs match the model's declared dtypes and [B, L, ...] shapes.
+  virtual absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) = 0;
+
+  virtual const std::vector<BucketLoadStats>& load_stats() const = 0;
+  // e.g. "asr_ctc#0 on cpu (1 intra-op thread)"
+  virtual std::string Describe() const = 0;
+};
+
+// Checks a batch against the model's declarations (shared by every implementation before it runs anything).
+absl::Status ValidatePaddedBatch(const ModelConfig& model, const PaddedBatch& batch);
+
+}  // namespace sluice

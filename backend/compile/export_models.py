@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Exports the example models: one TorchScript graph per (batch size, length) bucket, plus config.yaml and
+reference.pt, into DIR/<model>/.
+
+  /usr/bin/python3 backend/compile/export_models.py --out DIR [--target cpu|neuron]
+      [--models asr_ctc,text_embed] [--reference-cases N]
+
+Exit codes: 0 ok, 1 export failed, 2 bad arguments or --target neuron without torch_neuronx.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import asr_ctc  # noqa: E402
+import common  # noqa: E402
+import text_embed  # noqa: E402
+
+MODELS = {"asr_ctc": asr_ctc.spec, "text_embed": text_embed.spec}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="model repository directory to write into")
+    parser.add_argument("--target", choices=["cpu", "neuron"], default="cpu")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: "
+                        + ", ".join(MODELS))
+    parser.add_argument("--reference-cases", type=int, default=12)
+    args = parser.parse_args()
+
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown or not names:
+        print(f"unknown model(s) {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+    if args.reference_cases < 1:
+        print("--reference-cases must be >= 1", file=sys.stderr)
+        return 2
+    if args.target == "neuron":
+        try:
+            import torch_neuronx  # noqa: F401
+        except ImportError as e:
+            print("--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable here: "
+                  f"{e}", file=sys.stderr)
+            return 2
+
+    os.makedirs(args.out, exist_ok=True)
+    start = time.monotonic()
+    times = {}
+    for name in names:
+        times[name] = common.export_model(MODELS[name](), args.out, args.target, args.reference_cases)
+    summary = ", ".join(f"{n} {t:.1f} s" for n, t in times.items())
+    print(f"total export time {time.monotonic() - start:.1f} s ({summary})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+#include "backend/model_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "backend/status_macros.h"
+
+namespace sluice {
+namespace {
+
+absl::StatusOr<ModelKind> ParseKind(const YamlNode& node) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  if (text == "speech") return ModelKind::kSpeech;
+  if (text == "text") return ModelKind::kText;
+  if (text == "generic") return ModelKind::kGeneric;
+  return node.Error(absl::StrCat("unknown model kind '", text, "' (expected speech, text or generic)"));
+}
+
+absl::StatusOr<DeviceKind> ParseDevice(const YamlNode& node) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  if (text == "cpu") return DeviceKind::kCpu;
+  if (text == "cuda") return DeviceKind::kCuda;
+  if (text == "neuron") return DeviceKind::kNeuron;
+  if (text == "sim") return DeviceKind::kSim;
+  return node.Error(absl::StrCat("unknown device '", text, "' (expected cpu, cuda, neuron or sim)"));
+}
+
+// `is_input`: inputs must put the variable axis first (it is the axis the server pads).
+absl::StatusOr<TensorSpec> ParseTensorSpec(const YamlNode& node, bool is_input, ModelKind kind) {
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"name", "dtype", "shape", "sample_rate"}));
+  TensorSpec spec;
+  SLUICE_ASSIGN_OR_RETURN(YamlNode name, node.Required("name"));
+  SLUICE_ASSIGN_OR_RETURN(spec.name, name.AsString());
+  if (spec.name.empty()) return name.Error("must not be empty");
+
+  SLUICE_ASSIGN_OR_RETURN(YamlNode dtype, node.Required("dtype"));
+  SLUICE_ASSIGN_OR_RETURN(std::string dtype_text, dtype.AsString());
+  std::optional<DataType> parsed = ParseDataType(dtype_text);
+  if (!parsed) {
+    return dtype.Error(absl::StrCat("unknown dtype '", dtype_text, "' (expected BOOL, INT32, INT64, FP16 or FP32)"));
+  }
+  spec.dtype = *parsed;
+
+  SLUICE_ASSIGN_OR_RETURN(YamlNode shape, node.Required("shape"));
+  SLUICE_ASSIGN_OR_RETURN(spec.shape, shape.AsIntList());
+  if (spec.shape.empty()) return shape.Error("must list at least one dimension");
+  int variable_axes = 0;
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    if (spec.shape[i] == kVariableDim) {
+      ++variable_axes;
+      if (is_input && i != 0) return shape.Error("an input's variable-length axis (-1) must be its first dimension");
+    } else if (spec.shape[i] <= 0) {
+      return shape.Error(absl::StrCat("dimension ", i, " is ", spec.shape[i], "; dimensions are positive or -1"));
+    }
+  }
+  if (variable_axes > 1) return shape.Error("at most one variable-length axis (-1) is allowed");
+  if (is_input && variable_axes == 0) return shape.Error("an input needs a variable-length axis (-1) first");
+
+  if (std::optional<YamlNode> rate = node.Optional("sample_rate")) {
+    if (!is_input || kind != ModelKind::kSpeech) {
+      return rate->Error("sample_rate is only allowed on inputs of speech models");
+    }
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, rate->AsInt());
+    if (value <= 0) return rate->Error("must be a positive number of samples per second");
+    spec.sample_rate = static_cast<int>(value);
+  }
+  return spec;
+}
+
+absl::StatusOr<std::vector<TensorSpec>> ParseTensorList(const YamlNode& root, std::string_view key, bool is_input,
+                                                        ModelKind kind) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode list, root.Required(key));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<YamlNode> items, list.AsSequence());
+  if (items.empty()) return list.Error("must list at least one tensor");
+  std::vector<TensorSpec> specs;
+  std::set<std::string> names;
+  for (const YamlNode& item : items) {
+    SLUICE_ASSIGN_OR_RETURN(TensorSpec spec, ParseTensorSpec(item, is_input, kind));
+    if (!names.insert(spec.name).second) return item.Error(absl::StrCat("duplicate name '", spec.name, "'"));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// Positive and strictly ascending: the smallest fitting bucket is found by a forward scan.
+absl::StatusOr<std::vector<int64_t>> ParseAscendingList(const YamlNode& parent, std::string_view key) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode node, parent.Required(key));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> values, node.AsIntList());
+  if (values.empty()) return node.Error("must list at least one value");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] <= 0) return node.Error(absl::StrCat("value ", values[i], " must be positive"));
+    if (i > 0 && values[i] <= values[i - 1]) return node.Error("values must be strictly ascending");
+  }
+  return values;
+}
+
+absl::StatusOr<BucketSpec> ParseBuckets(const YamlNode& root) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode node, root.Required("buckets"));
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"lengths", "batch_sizes"}));
+  BucketSpec buckets;
+  SLUICE_ASSIGN_OR_RETURN(buckets.lengths, ParseAscendingList(node, "lengths"));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> batch_sizes, ParseAscendingList(node, "batch_sizes"));
+  buckets.batch_sizes.assign(batch_sizes.begin(), batch_sizes.end());
+  return buckets;
+}
+
+absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
+  BatchingOptions options;
+  std::optional<YamlNode> node = root.Optional("batching");
+  if (!node) return options;
+  SLUICE_RETURN_IF_ERROR(node->CheckKeys({"max_queue_delay_ms", "max_queue_size"}));
+  if (auto delay = node->Optional("max_queue_delay_ms")) {
+    SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
+    if (options.max_queue_delay_ms < 0) return delay->Error("must be >= 0");
+  }
+  if (auto size = node->Optional("max_queue_size")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, size->AsInt());
+    if (value < 1) return size->Error("must be >= 1");
+    options.max_queue_size = static_cast<int>(value);
+  }
+  return options;
+}
+
+absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"count", "device", "cores", "intra_op_threads", "neuron_library"}));
+  InstanceGroup group;
+  SLUICE_ASSIGN_OR_RETURN(YamlNode device, node.Required("device"));
+  SLUICE_ASSIGN_OR_RETURN(group.device, ParseDevice(device));
+  if (auto count = node.Optional("count")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, count->AsInt());
+    if (value < 1 || value > 64) return count->Error("must be between 1 and 64");
+    group.count = static_cast<int>(value);
+  }
+  if (auto threads = node.Optional("intra_op_threads")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, threads->AsInt());
+    if (value < 1 || value > 256) return threads->Error("must be between 1 and 256");
+    group.intra_op_threads = static_cast<int>(value);
+  }
+  if (auto cores = node.Optional("cores")) {
+    if (group.device != DeviceKind::kNeuron) return cores->Error("cores is only supported for device neuron");
+    SLUICE_ASSIGN_OR_RETURN(std::string text, cores->AsString());
+    absl::StatusOr<CoreRange> range = ParseCoreRange(text);
+    if (!range.ok()) return cores->Error(std::string(range.status().message()));
+    if (range->size() % group.count != 0) {
+      return cores->Error(absl::StrCat(range->size(), " cores cannot be split evenly over count ", group.count));
+    }
+    group.cores = *range;
+  } else if (group.device == DeviceKind::kNeuron) {
+    return node.Error("device neuron needs 'cores' (e.g. cores: \"0-1\")");
+  }
+  if (auto library = node.Optional("neuron_library")) {
+    if (group.device != DeviceKind::kNeuron) return library->Error("neuron_library is only for device neuron");
+    SLUICE_ASSIGN_OR_RETURN(group.neuron_library, library->AsString());
+  }
+  return group;
+}
+
+absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"base_ms", "per_sample_us", "output_steps_per_input_step"}));
+  SimCostModel sim;
+  SLUICE_ASSIGN_OR_RETURN(YamlNode base, node.Required("base_ms"));
+  SLUICE_ASSIGN_OR_RETURN(sim.base_ms, base.AsDouble());
+  if (sim.base_ms < 0) return base.Error("must be >= 0");
+  SLUICE_ASSIGN_OR_RETURN(YamlNode per_sample, node.Required("per_sample_us"));
+  SLUICE_ASSIGN_OR_RETURN(sim.per_sample_us, per_sample.AsDouble());
+  if (sim.per_sample_us < 0) return per_sample.Error("must be >= 0");
+  if (auto ratio = node.Optional("output_steps_per_input_step")) {
+    SLUICE_ASSIGN_OR_RETURN(sim.output_steps_per_input_step, ratio->AsDouble());
+    if (sim.output_steps_per_input_step <= 0) return ratio->Error("must be > 0");
+  }
+  return sim;
+}
+
+}  // namespace
+
+const char* ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kSpeech: return "speech";
+    case ModelKind::kText: return "text";
+    case ModelKind::kGeneric: return "generic";
+  }
+  return "generic";
+}
+
+const char* DeviceKindName(DeviceKind device) {
+  switch (device) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kCuda: return "cuda";
+    case DeviceKind::kNeuron: return "neuron";
+    case DeviceKind::kSim: return "sim";
+  }
+  return "cpu";
+}
+
+bool TensorSpec::has_variable_axis() const {
+  return std::find(shape.begin(), shape.end(), kVariableDim) != shape.end();
+}
+
+int64_t TensorSpec::elements_per_step() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= (d == kVariableDim ? 1 : d);
+  return n;
+}
+
+bool ModelConfig::has_variable_output() const {
+  return std::any_of(outputs.begin(), outputs.end(), [](const TensorSpec& t) { return t.has_variable_axis(); });
+}
+
+std::string ModelConfig::GraphPath(int batch_size, int64_t length) const {
+  return (std::filesystem::path(directory) / "graphs" / absl::StrCat("b", batch_size, "_l", length, ".pt")).string();
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::string& model_dir) {
+  SLUICE_RETURN_IF_ERROR(
+      root.CheckKeys({"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim"}));
+  ModelConfig config;
+  config.directory = model_dir;
+  config.config_path = root.file();
+
+  SLUICE_ASSIGN_OR_RETURN(YamlNode name, root.Required("name"));
+  SLUICE_ASSIGN_OR_RETURN(config.name, name.AsString());
+  const std::string dir_name = std::filesystem::path(model_dir).lexically_normal().filename().string();
+  if (!dir_name.empty() && config.name != dir_name) {
+    return name.Error(absl::StrCat("model name '", config.name, "' must match its directory name '", dir_name, "'"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(YamlNode kind, root.Required("kind"));
+  SLUICE_ASSIGN_OR_RETURN(config.kind, ParseKind(kind));
+
+  SLUICE_ASSIGN_OR_RETURN(config.inputs, ParseTensorList(root, "inputs", /*is_input=*/true, config.kind));
+  SLUICE_ASSIGN_OR_RETURN(config.outputs, ParseTensorList(root, "outputs", /*is_input=*/false, config.kind));
+  if (config.kind == ModelKind::kSpeech && !config.inputs.front().sample_rate) {
+    SLUICE_ASSIGN_OR_RETURN(YamlNode inputs, root.Required("inputs"));
+    return inputs.Error("a speech model's first input needs sample_rate (audio seconds are counted from it)");
+  }
+  SLUICE_ASSIGN_OR_RETURN(config.buckets, ParseBuckets(root));
+  SLUICE_ASSIGN_OR_RETURN(config.batching, ParseBatching(root));
+
+  SLUICE_ASSIGN_OR_RETURN(YamlNode instances, root.Required("instances"));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<YamlNode> groups, instances.AsSequence());
+  if (groups.empty()) return instances.Error("must list at least one instance group");
+  bool uses_sim = false;
+  for (const YamlNode& item : groups) {
+    SLUICE_ASSIGN_OR_RETURN(InstanceGroup group, ParseInstanceGroup(item));
+    uses_sim = uses_sim || group.device == DeviceKind::kSim;
+    config.instances.push_back(std::move(group));
+  }
+  if (std::optional<YamlNode> sim = root.Optional("sim")) {
+    if (!uses_sim) return sim->Error("sim is set but no instance group uses device sim");
+    SLUICE_ASSIGN_OR_RETURN(config.sim, ParseSim(*sim));
+  } else if (uses_sim) {
+    return instances.Error("device sim needs a top-level 'sim: {base_ms, per_sample_us}' cost model");
+  }
+  return config;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
+  const std::string path = (std::filesystem::path(model_dir) / "config.yaml").string();
+  SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
+  return ParseModelConfig(root, model_dir);
+}
+
+}  // namespace sluice

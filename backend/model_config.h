@@ -1,0 +1,90 @@
+// A model's config.yaml as native types, validated: what the model takes and returns, its compiled length
+// buckets and batch sizes, how requests are batched, and where its instances run.
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/core_range.h"
+#include "backend/tensor.h"
+#include "backend/yaml_node.h"
+
+namespace sluice {
+
+// Decides which metrics and APIs apply: speech models get audio-second metrics and voice APIs.
+enum class ModelKind { kSpeech, kText, kGeneric };
+enum class DeviceKind { kCpu, kCuda, kNeuron, kSim };
+
+const char* ModelKindName(ModelKind kind);
+const char* DeviceKindName(DeviceKind device);
+
+inline constexpr int64_t kVariableDim = -1;
+
+// One input or output, per sample (no batch dimension). Inputs have the variable-length axis first.
+struct TensorSpec {
+  std::string name;
+  DataType dtype = DataType::kFp32;
+  std::vector<int64_t> shape;       // kVariableDim marks the variable-length axis
+  std::optional<int> sample_rate;   // speech inputs: samples per second of the variable axis
+
+  bool has_variable_axis() const;
+  // Elements per step of the variable axis (product of the fixed dims).
+  int64_t elements_per_step() const;
+};
+
+// Sorted ascending, no duplicates. Every (batch size, length) pair has its own precompiled graph.
+struct BucketSpec {
+  std::vector<int64_t> lengths;
+  std::vector<int> batch_sizes;
+};
+
+struct BatchingOptions {
+  double max_queue_delay_ms = 5.0;
+  int max_queue_size = 256;
+};
+
+// Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the
+// variable axis). Outputs' variable axis has ceil(length * output_steps_per_input_step) steps.
+struct SimCostModel {
+  double base_ms = 0.0;
+  double per_sample_us = 0.0;
+  double output_steps_per_input_step = 1.0;
+};
+
+struct InstanceGroup {
+  int count = 1;
+  DeviceKind device = DeviceKind::kCpu;
+  std::optional<CoreRange> cores;  // neuron only: NeuronCores this group may use
+  int intra_op_threads = 1;
+  std::string neuron_library = "libtorchneuron.so";  // dlopen()ed before graphs load (neuron only)
+};
+
+struct ModelConfig {
+  std::string name;
+  ModelKind kind = ModelKind::kGeneric;
+  std::string directory;    // the model's directory (holds config.yaml and graphs/)
+  std::string config_path;  // for messages
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  BucketSpec buckets;
+  BatchingOptions batching;
+  std::vector<InstanceGroup> instances;
+  std::optional<SimCostModel> sim;  // present iff some instance group uses the sim device
+
+  int max_batch_size() const { return buckets.batch_sizes.back(); }
+  int64_t max_length() const { return buckets.lengths.back(); }
+  bool has_variable_output() const;
+  // The precompiled graph for one bucket: <directory>/graphs/b<batch>_l<length>.pt
+  std::string GraphPath(int batch_size, int64_t length) const;
+};
+
+// Reads and validates <model_dir>/config.yaml. Every error names the file, the key and the line.
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
+// Validates an already parsed document; `model_dir` is where graphs are looked up.
+absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::string& model_dir);
+
+}  // namespace sluice

@@ -1,0 +1,49 @@
+// Loads a model repository: every subdirectory holding a config.yaml is a model; each model's instance groups
+// are created (count replicas each) with every bucket graph loaded and warmed. Any error refuses the whole
+// repository, so a server never starts half-configured.
+// Thread-safety: immutable after Load(); the Backend instances themselves follow backend.h's contract.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "backend/model_config.h"
+
+namespace sluice {
+
+struct LoadedModel {
+  std::unique_ptr<ModelConfig> config;  // heap-held: instances keep a pointer to it
+  std::vector<std::unique_ptr<Backend>> instances;
+  double load_seconds = 0;  // wall time to create every instance (load + warm)
+};
+
+struct RepositoryOptions {
+  std::string path;
+  std::vector<std::string> only_models;  // empty: every model found
+  int warmup_runs = 2;
+};
+
+class ModelRepository {
+ public:
+  static absl::StatusOr<std::unique_ptr<ModelRepository>> Load(const RepositoryOptions& options);
+
+  ModelRepository(const ModelRepository&) = delete;
+  ModelRepository& operator=(const ModelRepository&) = delete;
+
+  const std::vector<LoadedModel>& models() const { return models_; }
+  // nullptr when absent.
+  const LoadedModel* Find(const std::string& name) const;
+  std::vector<LoadedModel>& mutable_models() { return models_; }
+
+ private:
+  ModelRepository() = default;
+  std::vector<LoadedModel> models_;
+};
+
+// The model directories (holding config.yaml) directly under `path`, sorted by name.
+absl::StatusOr<std::vector<std::string>> ListModelDirectories(const std::string& path);
+
+}  // namespace sluice

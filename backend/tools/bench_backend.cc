@@ -1,0 +1,134 @@
+// sluice-bench-backend: loads and warms a model repository, prints every bucket's load and warm time, then
+// (unless --load-only) runs each bucket graph at full length in a loop and prints its steady-state compute
+// time and throughput: the raw backend limit that serving numbers are compared against.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "backend/model_repository.h"
+#include "server/server_config.h"
+#include "spdlog/spdlog.h"
+
+namespace sluice {
+namespace {
+
+struct Flags {
+  std::string config;
+  std::string repository;
+  std::string models;
+  int iterations = 5;
+  bool load_only = false;
+};
+
+PaddedBatch RandomFullBatch(const ModelConfig& model, int batch_size, int64_t length, std::mt19937& rng) {
+  PaddedBatch batch{batch_size, length, {}, std::vector<int64_t>(batch_size, length)};
+  for (const TensorSpec& spec : model.inputs) {
+    std::vector<int64_t> shape = {batch_size, length};
+    shape.insert(shape.end(), spec.shape.begin() + 1, spec.shape.end());
+    HostTensor t = HostTensor::Zeros(spec.dtype, shape);
+    if (spec.dtype == DataType::kFp32) {
+      std::uniform_real_distribution<float> noise(-0.5f, 0.5f);
+      for (float& v : t.values<float>()) v = noise(rng);
+    } else if (spec.dtype == DataType::kInt64) {
+      std::uniform_int_distribution<int64_t> token(1, 100);
+      for (int64_t& v : t.values<int64_t>()) v = token(rng);
+    }
+    batch.inputs.push_back(std::move(t));
+  }
+  return batch;
+}
+
+void PrintLoadTable(const ModelRepository& repository) {
+  std::printf("\n%-12s %-8s %6s %8s %8s %8s\n", "model", "instance", "batch", "length", "load_s", "warm_s");
+  for (const LoadedModel& model : repository.models()) {
+    for (size_t i = 0; i < model.instances.size(); ++i) {
+      for (const BucketLoadStats& s : model.instances[i]->load_stats()) {
+        std::printf("%-12s %-8zu %6d %8lld %8.3f %8.3f\n", model.config->name.c_str(), i, s.batch_size,
+                    static_cast<long long>(s.length), s.load_seconds, s.warm_seconds);
+      }
+    }
+    std::printf("%-12s total load+warm %.2f s over %zu instance(s)\n", model.config->name.c_str(), model.load_seconds,
+                model.instances.size());
+  }
+}
+
+int BenchModel(const LoadedModel& model, int iterations) {
+  const ModelConfig& config = *model.config;
+  Backend& instance = *model.instances.front();
+  std::mt19937 rng(1234);
+  const bool speech = config.kind == ModelKind::kSpeech && config.inputs.front().sample_rate;
+  std::printf("\n%s on %s: %d timed runs per bucket, every row at full bucket length\n", config.name.c_str(),
+              instance.Describe().c_str(), iterations);
+  std::printf("%6s %8s %12s %12s %12s %14s\n", "batch", "length", "p50_ms", "min_ms", "rows/s",
+              speech ? "audio_s/s" : "steps/s");
+  for (int64_t length : config.buckets.lengths) {
+    for (int batch_size : config.buckets.batch_sizes) {
+      PaddedBatch batch = RandomFullBatch(config, batch_size, length, rng);
+      std::vector<double> ms;
+      for (int i = 0; i < iterations; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        absl::StatusOr<BatchResult> result = instance.Execute(batch);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        if (!result.ok()) {
+          spdlog::error("{}", result.status().ToString());
+          return 1;
+        }
+      }
+      std::sort(ms.begin(), ms.end());
+      const double p50 = ms[ms.size() / 2];
+      const double rows_per_s = batch_size / (p50 / 1000.0);
+      const double steps_per_s = rows_per_s * static_cast<double>(length);
+      std::printf("%6d %8lld %12.2f %12.2f %12.2f %14.1f\n", batch_size, static_cast<long long>(length), p50, ms[0],
+                  rows_per_s, speech ? steps_per_s / *config.inputs.front().sample_rate : steps_per_s);
+    }
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"sluice-bench-backend: load, warm and time every bucket graph of a model repository"};
+  Flags flags;
+  app.add_option("--config", flags.config, "server config (its model_repository is used)");
+  app.add_option("--repository", flags.repository, "model repository directory (instead of --config)");
+  app.add_option("--models", flags.models, "comma-separated model names (default: all)");
+  app.add_option("--iterations", flags.iterations, "timed runs per bucket")->check(CLI::PositiveNumber);
+  app.add_flag("--load-only", flags.load_only, "only load, warm and print the per-bucket load table");
+  CLI11_PARSE(app, argc, argv);
+
+  RepositoryOptions options;
+  if (!flags.config.empty()) {
+    absl::StatusOr<ServerConfig> config = LoadServerConfig(flags.config);
+    if (!config.ok()) {
+      spdlog::error("{}", std::string(config.status().message()));
+      return 2;
+    }
+    options.path = config->model_repository;
+  } else if (!flags.repository.empty()) {
+    options.path = flags.repository;
+  } else {
+    std::fprintf(stderr, "one of --config or --repository is required (see --help)\n");
+    return 2;
+  }
+  if (!flags.models.empty()) options.only_models = absl::StrSplit(flags.models, ',');
+
+  spdlog::info("loading model repository {}", options.path);
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::Load(options);
+  if (!repository.ok()) {
+    spdlog::error("{}", std::string(repository.status().message()));
+    return 2;
+  }
+  PrintLoadTable(**repository);
+  if (flags.load_only) return 0;
+  for (const LoadedModel& model : (*repository)->models()) {
+    if (int rc = BenchModel(model, flags.iterations); rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sluice
+
+int main(int argc, char** argv) { return sluice::Main(argc, argv); }

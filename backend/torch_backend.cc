@@ -1,0 +1,210 @@
+#include "backend/torch_backend.h"
+
+#include <torch/cuda.h>
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backend/neuron_runtime.h"
+#include "backend/status_macros.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+torch::ScalarType ToTorch(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool: return torch::kBool;
+    case DataType::kInt32: return torch::kInt32;
+    case DataType::kInt64: return torch::kInt64;
+    case DataType::kFp16: return torch::kHalf;
+    case DataType::kFp32: return torch::kFloat32;
+  }
+  return torch::kFloat32;
+}
+
+std::string BucketName(const ModelConfig& model, int batch_size, int64_t length) {
+  return absl::StrCat(model.name, " bucket (batch ", batch_size, ", length ", length, ")");
+}
+
+class TorchBackend final : public Backend {
+ public:
+  TorchBackend(const InstanceOptions& options, torch::Device device)
+      : model_(*options.model), group_(options.group), replica_(options.replica), device_(device) {}
+
+  absl::Status LoadAll(int warmup_runs) {
+    UseIntraOpThreads();
+    for (int batch_size : model_.buckets.batch_sizes) {
+      for (int64_t length : model_.buckets.lengths) {
+        SLUICE_RETURN_IF_ERROR(LoadBucket(batch_size, length, warmup_runs));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) override {
+    SLUICE_RETURN_IF_ERROR(ValidatePaddedBatch(model_, batch));
+    auto graph = graphs_.find({batch.batch_size, batch.length});
+    if (graph == graphs_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(BucketName(model_, batch.batch_size, batch.length), " is not compiled"));
+    }
+    UseIntraOpThreads();
+    try {
+      return Run(graph->second, batch);
+    } catch (const std::exception& e) {  // c10::Error derives from std::exception
+      return absl::InternalError(absl::StrCat(BucketName(model_, batch.batch_size, batch.length), " on ",
+                                              Describe(), " failed: ", e.what()));
+    }
+  }
+
+  const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+
+  std::string Describe() const override {
+    std::string where(DeviceKindName(group_.device));
+    if (group_.cores) where += absl::StrCat(" cores ", group_.cores->ToString());
+    return absl::StrCat(model_.name, "#", replica_, " on ", where, " (", group_.intra_op_threads,
+                        " intra-op thread", group_.intra_op_threads == 1 ? "" : "s", ")");
+  }
+
+ private:
+  // libtorch's intra-op pool size is per calling thread (OpenMP), so set it on whichever thread runs us.
+  void UseIntraOpThreads() const { at::set_num_threads(group_.intra_op_threads); }
+
+  absl::Status LoadBucket(int batch_size, int64_t length, int warmup_runs) {
+    const std::string path = model_.GraphPath(batch_size, length);
+    BucketLoadStats stats{batch_size, length, 0, 0};
+    const auto load_start = Clock::now();
+    try {
+      torch::jit::Module module = torch::jit::load(path, device_);
+      module.eval();
+      stats.load_seconds = SecondsSince(load_start);
+      graphs_.emplace(std::make_pair(batch_size, length), std::move(module));
+    } catch (const std::exception& e) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot load ", BucketName(model_, batch_size, length),
+                                                        " from ", path, ": ", FirstLine(e.what())));
+    }
+    const auto warm_start = Clock::now();
+    for (int i = 0; i < warmup_runs; ++i) {
+      absl::StatusOr<BatchResult> result = Execute(FullZeroBatch(batch_size, length));
+      if (!result.ok()) return result.status();
+    }
+    stats.warm_seconds = SecondsSince(warm_start);
+    stats_.push_back(stats);
+    return absl::OkStatus();
+  }
+
+  // Every row at full length: warms the whole graph, including the widest masks.
+  PaddedBatch FullZeroBatch(int batch_size, int64_t length) const {
+    PaddedBatch batch{batch_size, length, {}, std::vector<int64_t>(batch_size, length)};
+    for (const TensorSpec& input : model_.inputs) {
+      std::vector<int64_t> shape = {batch_size, length};
+      for (size_t d = 1; d < input.shape.size(); ++d) shape.push_back(input.shape[d]);
+      batch.inputs.push_back(HostTensor::Zeros(input.dtype, std::move(shape)));
+    }
+    return batch;
+  }
+
+  BatchResult Run(torch::jit::Module& graph, const PaddedBatch& batch) {
+    torch::InferenceMode inference_mode;
+    std::vector<torch::jit::IValue> args;
+    for (const HostTensor& input : batch.inputs) {
+      // from_blob borrows the bytes (no copy); graphs never write to their inputs.
+      auto tensor = torch::from_blob(const_cast<std::byte*>(input.bytes.data()), input.shape,
+                                     torch::TensorOptions().dtype(ToTorch(input.dtype)));
+      args.emplace_back(tensor.to(device_));
+    }
+    std::vector<int64_t> lengths = batch.row_lengths;
+    args.emplace_back(torch::from_blob(lengths.data(), {batch.batch_size}, torch::kInt64).to(device_));
+
+    torch::jit::IValue returned = graph.forward(args);
+    if (!returned.isTuple()) throw std::runtime_error("graph must return a tuple (see backend/compile/README.md)");
+    const auto& elements = returned.toTupleRef().elements();
+    const size_t expected = model_.outputs.size() + (model_.has_variable_output() ? 1 : 0);
+    if (elements.size() != expected) {
+      throw std::runtime_error(absl::StrCat("graph returned ", elements.size(), " tensors, config declares ",
+                                            expected, " (outputs, plus output lengths if an axis is -1)"));
+    }
+    BatchResult result;
+    for (size_t i = 0; i < model_.outputs.size(); ++i) {
+      result.outputs.push_back(ToHost(elements[i].toTensor(), model_.outputs[i], batch.batch_size));
+    }
+    if (model_.has_variable_output()) {
+      torch::Tensor out_lengths = elements.back().toTensor().to(torch::kCPU, torch::kInt64).contiguous();
+      result.output_lengths.assign(out_lengths.data_ptr<int64_t>(),
+                                   out_lengths.data_ptr<int64_t>() + out_lengths.numel());
+    }
+    return result;
+  }
+
+  static HostTensor ToHost(const torch::Tensor& tensor, const TensorSpec& spec, int batch_size) {
+    if (tensor.scalar_type() != ToTorch(spec.dtype)) {
+      throw std::runtime_error(absl::StrCat("output '", spec.name, "' has dtype ",
+                                            std::string(c10::toString(tensor.scalar_type())), ", config declares ",
+                                            DataTypeName(spec.dtype)));
+    }
+    if (tensor.dim() != static_cast<int64_t>(spec.shape.size()) + 1 || tensor.size(0) != batch_size) {
+      throw std::runtime_error(absl::StrCat("output '", spec.name, "' has shape ",
+                                            ShapeToString(tensor.sizes().vec()), ", expected [", batch_size,
+                                            "] + ", ShapeToString(spec.shape)));
+    }
+    torch::Tensor cpu = tensor.to(torch::kCPU).contiguous();
+    HostTensor host;
+    host.dtype = spec.dtype;
+    host.shape = cpu.sizes().vec();
+    const auto* begin = static_cast<const std::byte*>(cpu.data_ptr());
+    host.bytes.assign(begin, begin + cpu.nbytes());
+    return host;
+  }
+
+  static std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+  const ModelConfig& model_;
+  const InstanceGroup group_;
+  const int replica_;
+  const torch::Device device_;
+  std::map<std::pair<int, int64_t>, torch::jit::Module> graphs_;
+  std::vector<BucketLoadStats> stats_;
+};
+
+absl::StatusOr<torch::Device> ChooseDevice(const InstanceOptions& options) {
+  switch (options.group.device) {
+    case DeviceKind::kCpu:
+      return torch::Device(torch::kCPU);
+    case DeviceKind::kCuda:
+      if (!torch::cuda::is_available()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model ", options.model->name, ": device cuda requested, but this libtorch has no usable CUDA (",
+            torch::cuda::device_count(), " devices visible; Debian's libtorch is CPU-only)"));
+      }
+      return torch::Device(torch::kCUDA, 0);
+    case DeviceKind::kNeuron: {
+      // Neuron graphs take host tensors; the Neuron runtime moves them to the NeuronCores itself.
+      SLUICE_RETURN_IF_ERROR(LoadNeuronLibrary(options.group.neuron_library));
+      return torch::Device(torch::kCPU);
+    }
+    case DeviceKind::kSim:
+      break;
+  }
+  return absl::InvalidArgumentError("the torch backend does not run device sim");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateTorchBackend(const InstanceOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseDevice(options));
+  auto backend = std::make_unique<TorchBackend>(options, device);
+  SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
+  return backend;
+}
+
+}  // namespace sluice

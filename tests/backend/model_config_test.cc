@@ -1,0 +1,136 @@
+// Config validation: a valid model config loads; each class of mistake fails naming file, key and line.
+#include "backend/model_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kValid[] = R"(name: asr_ctc
+kind: speech
+inputs:
+  - {name: audio, dtype: FP32, shape: [-1], sample_rate: 16000}
+outputs:
+  - {name: log_probs, dtype: FP32, shape: [-1, 29]}
+buckets: {lengths: [16000, 32000], batch_sizes: [1, 2, 4]}
+batching: {max_queue_delay_ms: 5, max_queue_size: 64}
+instances: [{count: 2, device: cpu, intra_op_threads: 1}]
+)";
+
+absl::StatusOr<ModelConfig> Parse(const std::string& text) {
+  absl::StatusOr<YamlNode> root = YamlNode::LoadString(text, "repo/asr_ctc/config.yaml");
+  if (!root.ok()) return root.status();
+  return ParseModelConfig(*root, "repo/asr_ctc");
+}
+
+// Replaces the first occurrence of `from` in the valid config.
+std::string ValidWith(const std::string& from, const std::string& to) {
+  std::string text = kValid;
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(ModelConfigTest, ValidConfigLoads) {
+  absl::StatusOr<ModelConfig> config = Parse(kValid);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->name, "asr_ctc");
+  EXPECT_EQ(config->kind, ModelKind::kSpeech);
+  ASSERT_EQ(config->inputs.size(), 1u);
+  EXPECT_EQ(config->inputs[0].sample_rate, 16000);
+  EXPECT_EQ(config->outputs[0].shape, (std::vector<int64_t>{-1, 29}));
+  EXPECT_TRUE(config->has_variable_output());
+  EXPECT_EQ(config->buckets.lengths, (std::vector<int64_t>{16000, 32000}));
+  EXPECT_EQ(config->max_batch_size(), 4);
+  EXPECT_EQ(config->batching.max_queue_size, 64);
+  ASSERT_EQ(config->instances.size(), 1u);
+  EXPECT_EQ(config->instances[0].count, 2);
+  EXPECT_EQ(config->GraphPath(2, 32000), "repo/asr_ctc/graphs/b2_l32000.pt");
+}
+
+struct BadCase {
+  const char* what;
+  std::string text;
+  const char* location;  // "line:col: key" expected in the message
+  const char* message;
+};
+
+class BadModelConfigTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadModelConfigTest, FailsNamingFileKeyAndLine) {
+  absl::StatusOr<ModelConfig> config = Parse(GetParam().text);
+  ASSERT_FALSE(config.ok()) << GetParam().what;
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(config.status().message());
+  EXPECT_THAT(message, HasSubstr("repo/asr_ctc/config.yaml:")) << message;
+  EXPECT_THAT(message, HasSubstr(GetParam().location)) << message;
+  EXPECT_THAT(message, HasSubstr(GetParam().message)) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Classes, BadModelConfigTest,
+    ::testing::Values(
+        BadCase{"syntax", ValidWith("kind: speech", "kind: [speech"), ":", "YAML syntax error"},
+        BadCase{"unknown top key", ValidWith("kind: speech", "kind: speech\nbuckts: {}"), "3:1: buckts",
+                "unknown key 'buckts'"},
+        BadCase{"missing key", ValidWith("kind: speech\n", ""), "1:1:", "missing required key 'kind'"},
+        BadCase{"bad kind", ValidWith("kind: speech", "kind: video"), "2:7: kind", "unknown model kind 'video'"},
+        BadCase{"name mismatch", ValidWith("name: asr_ctc", "name: other"), "1:7: name",
+                "must match its directory name"},
+        BadCase{"bad dtype", ValidWith("dtype: FP32, shape: [-1]", "dtype: F32, shape: [-1]"),
+                "4:26: inputs[0].dtype", "unknown dtype 'F32'"},
+        BadCase{"input without variable axis", ValidWith("shape: [-1], sample", "shape: [400], sample"),
+                "inputs[0].shape", "needs a variable-length axis"},
+        BadCase{"two variable axes", ValidWith("shape: [-1, 29]", "shape: [-1, -1]"), "6:43: outputs[0].shape",
+                "at most one variable-length axis"},
+        BadCase{"zero dim", ValidWith("shape: [-1, 29]", "shape: [-1, 0]"), "outputs[0].shape", "dimension 1 is 0"},
+        BadCase{"duplicate tensor", ValidWith("outputs:\n", "outputs:\n  - {name: log_probs, dtype: FP32, shape: [3]}\n"),
+                "7:5: outputs[1]", "duplicate name 'log_probs'"},
+        BadCase{"speech without rate", ValidWith(", sample_rate: 16000", ""), "4:3: inputs",
+                "needs sample_rate"},
+        BadCase{"unsorted buckets", ValidWith("[16000, 32000]", "[32000, 16000]"), "7:20: buckets.lengths",
+                "strictly ascending"},
+        BadCase{"negative batch", ValidWith("[1, 2, 4]", "[1, -2, 4]"), "buckets.batch_sizes", "must be positive"},
+        BadCase{"non-integer length", ValidWith("[16000, 32000]", "[16000, 3.5s]"), "buckets.lengths[1]",
+                "expected an integer, got '3.5s'"},
+        BadCase{"negative delay", ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: -1"),
+                "batching.max_queue_delay_ms", "must be >= 0"},
+        BadCase{"unknown device", ValidWith("device: cpu", "device: tpu"), "9:32: instances[0].device",
+                "unknown device 'tpu'"},
+        BadCase{"zero count", ValidWith("count: 2", "count: 0"), "instances[0].count", "between 1 and 64"},
+        BadCase{"neuron without cores", ValidWith("device: cpu", "device: neuron"), "instances[0]",
+                "needs 'cores'"},
+        BadCase{"malformed cores", ValidWith("device: cpu", "device: neuron, cores: \"3-1\""),
+                "instances[0].cores", "malformed core range '3-1'"},
+        BadCase{"uneven cores", ValidWith("device: cpu", "device: neuron, cores: \"0-2\""), "instances[0].cores",
+                "3 cores cannot be split evenly over count 2"},
+        BadCase{"cores on cpu", ValidWith("device: cpu", "device: cpu, cores: \"0\""), "instances[0].cores",
+                "only supported for device neuron"},
+        BadCase{"sim without cost model", ValidWith("device: cpu", "device: sim"), "9:12: instances",
+                "needs a top-level 'sim:"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name = info.param.what;
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(ModelConfigTest, SimDeviceWithCostModelLoads) {
+  absl::StatusOr<ModelConfig> config =
+      Parse(ValidWith("device: cpu", "device: sim") + "sim: {base_ms: 3, per_sample_us: 0.01}\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->sim.has_value());
+  EXPECT_DOUBLE_EQ(config->sim->base_ms, 3);
+  EXPECT_DOUBLE_EQ(config->sim->output_steps_per_input_step, 1.0);
+}
+
+TEST(ModelConfigTest, MissingFileNamesThePath) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig("/nonexistent/model");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("/nonexistent/model/config.yaml"));
+}
+
+}  // namespace
+}  // namespace sluice

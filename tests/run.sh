@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs every dependency, builds into build/, exports the example
+# models (per-bucket TorchScript graphs), then runs every test through CTest. Works on a fresh Debian 12 as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+deploy/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$(nproc)"
+ctest --test-dir build --output-on-failure -j 2 --timeout 900
+
+echo "tests/run.sh: total $(( $(date +%s) - start )) s"
