@@ -1,0 +1,39 @@
+// What the front ends hand the scheduler, and what comes back. Native types only: no JSON or protobuf.
+// Thread-safety: plain values; `on_done` is called exactly once, from a scheduler or instance thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "backend/tensor.h"
+
+namespace sluice {
+
+using RequestId = uint64_t;
+
+struct InferResponse {
+  absl::Status status;               // OK, or why the request failed (DEADLINE_EXCEEDED, CANCELLED, backend error)
+  std::vector<HostTensor> outputs;   // one per declared output, unbatched; variable axis trimmed to its real length
+  absl::Duration queue_time;         // accepted -> its batch started
+  absl::Duration compute_time;       // its batch's execution
+  int batch_size = 0;                // compiled batch size it ran in (0 when it never ran)
+  int batch_rows_used = 0;           // real requests in that batch (the rest were dummy rows)
+  int64_t bucket_length = 0;         // compiled length it was padded to
+};
+
+// Called exactly once per accepted request, never while a scheduler lock is held. Must not block for long:
+// it runs on a batcher or instance thread (front ends only serialize and hand the reply to their transport).
+using DoneCallback = std::function<void(InferResponse)>;
+
+struct InferRequest {
+  std::vector<HostTensor> inputs;  // one per declared input, unbatched: [length, ...per-step dims]
+  int64_t length = 0;              // real length along the variable axis (same for every input)
+  absl::Time deadline = absl::InfiniteFuture();
+  int priority = 0;                // 1 = highest; 0 = the model's default level
+  DoneCallback on_done;
+};
+
+}  // namespace sluice
