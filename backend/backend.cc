@@ -3,16 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "backend/sim_backend.h"
-#include "backend/torch_backend.h"
 
 namespace sluice {
-
-absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const InstanceOptions& options) {
-  if (options.model == nullptr) return absl::InvalidArgumentError("InstanceOptions.model is null");
-  if (options.group.device == DeviceKind::kSim) return CreateSimBackend(options);
-  return CreateTorchBackend(options);
-}
 
 absl::Status ValidatePaddedBatch(const ModelConfig& model, const PaddedBatch& batch) {
   auto bad = [&](const std::string& why) {

@@ -110,7 +110,8 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   BatchingOptions options;
   std::optional<YamlNode> node = root.Optional("batching");
   if (!node) return options;
-  SLUICE_RETURN_IF_ERROR(node->CheckKeys({"max_queue_delay_ms", "max_queue_size"}));
+  SLUICE_RETURN_IF_ERROR(node->CheckKeys(
+      {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level"}));
   if (auto delay = node->Optional("max_queue_delay_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
     if (options.max_queue_delay_ms < 0) return delay->Error("must be >= 0");
@@ -119,6 +120,19 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
     SLUICE_ASSIGN_OR_RETURN(int64_t value, size->AsInt());
     if (value < 1) return size->Error("must be >= 1");
     options.max_queue_size = static_cast<int>(value);
+  }
+  if (auto levels = node->Optional("priority_levels")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, levels->AsInt());
+    if (value < 1 || value > 16) return levels->Error("must be between 1 and 16");
+    options.priority_levels = static_cast<int>(value);
+    options.default_priority_level = std::min(options.default_priority_level, options.priority_levels);
+  }
+  if (auto level = node->Optional("default_priority_level")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, level->AsInt());
+    if (value < 1 || value > options.priority_levels) {
+      return level->Error(absl::StrCat("must be between 1 and priority_levels (", options.priority_levels, ")"));
+    }
+    options.default_priority_level = static_cast<int>(value);
   }
   return options;
 }

@@ -45,6 +45,9 @@ struct BucketSpec {
 struct BatchingOptions {
   double max_queue_delay_ms = 5.0;
   int max_queue_size = 256;
+  // Request priority 1 is the highest; a request's priority 0 means default_priority_level (as in Triton).
+  int priority_levels = 3;
+  int default_priority_level = 2;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the

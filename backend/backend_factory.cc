@@ -1,0 +1,15 @@
+// Backend::Create lives apart from backend.cc so that torch-free code (the scheduler and its tests) can link
+// the seam and the sim device without libtorch.
+#include "backend/backend.h"
+#include "backend/sim_backend.h"
+#include "backend/torch_backend.h"
+
+namespace sluice {
+
+absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const InstanceOptions& options) {
+  if (options.model == nullptr) return absl::InvalidArgumentError("InstanceOptions.model is null");
+  if (options.group.device == DeviceKind::kSim) return CreateSimBackend(options);
+  return CreateTorchBackend(options);
+}
+
+}  // namespace sluice

@@ -1,0 +1,323 @@
+#include "scheduler/dynamic_batcher.h"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "scheduler/batch_assembly.h"
+#include "scheduler/bucket_queue.h"
+#include "scheduler/bucket_table.h"
+#include "scheduler/request_validation.h"
+
+namespace sluice {
+namespace {
+
+using Queued = std::unique_ptr<QueuedRequest>;
+
+struct FormedBatch {
+  size_t bucket = 0;
+  int batch_size = 0;
+  std::vector<Queued> requests;
+};
+
+class DynamicBatcher final : public Scheduler {
+ public:
+  explicit DynamicBatcher(const DynamicBatcherOptions& options)
+      : model_(*options.model),
+        clock_(*options.clock),
+        table_(options.model->buckets),
+        max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)) {
+    for (size_t b = 0; b < table_.num_buckets(); ++b) queues_.emplace_back(model_.batching.priority_levels);
+    estimates_.assign(table_.num_buckets(), std::vector<absl::Duration>(table_.batch_sizes().size()));
+    SeedEstimatesFromWarmup(*options.instances.front());
+    for (Backend* backend : options.instances) slots_.push_back(std::make_unique<InstanceSlot>(backend));
+    for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { InstanceLoop(*s); });
+    batcher_thread_ = std::thread([this] { BatcherLoop(); });
+  }
+
+  ~DynamicBatcher() override { Stop(); }
+
+  absl::StatusOr<RequestId> Enqueue(InferRequest request) override {
+    if (absl::Status valid = ValidateInferRequest(model_, request); !valid.ok()) return valid;
+    absl::StatusOr<size_t> bucket = table_.BucketFor(request.length);
+    if (!bucket.ok()) return bucket.status();
+    const int levels = model_.batching.priority_levels;
+    if (request.priority < 0 || request.priority > levels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("priority ", request.priority, " is outside 0..", levels, " (1 is the highest)"));
+    }
+    const absl::Time now = clock_.Now();
+    if (request.deadline <= now) return absl::DeadlineExceededError("the request's deadline passed before it queued");
+
+    auto queued = std::make_unique<QueuedRequest>();
+    queued->level = request.priority == 0 ? model_.batching.default_priority_level : request.priority;
+    queued->request = std::move(request);
+    queued->enqueued = now;
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
+    if (queued_ >= model_.batching.max_queue_size) {
+      return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, " queue is full (max_queue_size ",
+                                                       model_.batching.max_queue_size, ")"));
+    }
+    const RequestId id = queued->id = next_id_++;
+    bucket_of_[id] = *bucket;
+    queues_[*bucket].Push(std::move(queued));
+    ++queued_;
+    ++in_flight_;
+    batcher_cv_.Signal();
+    return id;
+  }
+
+  void Cancel(RequestId id) override {
+    Queued removed;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = bucket_of_.find(id);
+      if (it == bucket_of_.end()) return;
+      removed = queues_[it->second].Remove(id);
+      bucket_of_.erase(it);
+      if (removed) --queued_;
+    }
+    if (!removed) return;
+    std::vector<Queued> one;
+    one.push_back(std::move(removed));
+    AnswerUnrun(std::move(one), absl::CancelledError("the request was cancelled while queued"));
+  }
+
+  void Stop() override { std::call_once(stop_once_, [this] { StopOnce(); }); }
+
+  void StopOnce() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;  // from now on every non-empty queue is due: drain without waiting for delays
+      batcher_cv_.Signal();
+      while (in_flight_ > 0) idle_cv_.Wait(&mu_);
+      shutdown_ = true;
+      batcher_cv_.Signal();
+      for (auto& slot : slots_) slot->cv.Signal();
+    }
+    batcher_thread_.join();
+    for (auto& slot : slots_) slot->thread.join();
+  }
+
+  int64_t InFlight() const override {
+    absl::MutexLock lock(&mu_);
+    return in_flight_;
+  }
+
+  const ModelConfig& model() const override { return model_; }
+
+ private:
+  struct InstanceSlot {
+    explicit InstanceSlot(Backend* b) : backend(b) {}
+    Backend* backend;
+    std::thread thread;
+    absl::CondVar cv;
+    bool busy = false;                    // guarded by mu_
+    std::optional<FormedBatch> assigned;  // guarded by mu_
+  };
+
+  // The first runs of each bucket (warm-up) give a pessimistic compute estimate until real runs replace it.
+  void SeedEstimatesFromWarmup(const Backend& backend) {
+    for (const BucketLoadStats& s : backend.load_stats()) {
+      auto b = table_.BucketFor(s.length);
+      const auto& sizes = table_.batch_sizes();
+      auto k = std::find(sizes.begin(), sizes.end(), s.batch_size) - sizes.begin();
+      if (b.ok() && k < static_cast<long>(sizes.size())) estimates_[*b][k] = absl::Seconds(s.warm_seconds / 2);
+    }
+  }
+
+  absl::Duration EstimateLocked(size_t bucket, int batch_size) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto& sizes = table_.batch_sizes();
+    return estimates_[bucket][std::lower_bound(sizes.begin(), sizes.end(), batch_size) - sizes.begin()];
+  }
+
+  absl::Time ReadyTimeLocked(size_t bucket, size_t skip) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const BucketQueue& queue = queues_[bucket];
+    const int n = static_cast<int>(std::min<size_t>(queue.size() - skip, table_.max_batch_size()));
+    return queue.ReadyTime(skip, max_delay_, EstimateLocked(bucket, table_.BatchSizeFor(std::max(n, 1))));
+  }
+
+  bool IsDueLocked(size_t bucket, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const BucketQueue& queue = queues_[bucket];
+    if (queue.empty()) return false;
+    return stopping_ || static_cast<int>(queue.size()) >= table_.max_batch_size() || ReadyTimeLocked(bucket, 0) <= now;
+  }
+
+  // The due bucket whose first request goes first: highest priority level, then oldest.
+  std::optional<size_t> PickBucketLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::optional<size_t> best;
+    for (size_t b = 0; b < queues_.size(); ++b) {
+      if (!IsDueLocked(b, now)) continue;
+      const QueuedRequest& head = queues_[b].Head();
+      if (!best) {
+        best = b;
+        continue;
+      }
+      const QueuedRequest& other = queues_[*best].Head();
+      if (std::tie(head.level, head.enqueued, head.id) < std::tie(other.level, other.enqueued, other.id)) best = b;
+    }
+    return best;
+  }
+
+  // Takes a batch from a due bucket. Prefers an exactly compiled size (no dummy rows) when the requests left
+  // behind are not due yet themselves; otherwise takes all (up to the largest size) and pads with dummy rows.
+  FormedBatch FormBatchLocked(size_t bucket, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    BucketQueue& queue = queues_[bucket];
+    int n = static_cast<int>(std::min<size_t>(queue.size(), table_.max_batch_size()));
+    const int exact = table_.LargestBatchSizeAtMost(n);
+    if (!stopping_ && exact > 0 && exact < n && ReadyTimeLocked(bucket, exact) > now) n = exact;
+    FormedBatch batch{bucket, table_.BatchSizeFor(n), queue.TakeFront(n)};
+    for (const Queued& q : batch.requests) bucket_of_.erase(q->id);
+    queued_ -= n;
+    return batch;
+  }
+
+  absl::Time NextWakeLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::Time next = absl::InfiniteFuture();
+    for (size_t b = 0; b < queues_.size(); ++b) {
+      if (queues_[b].empty()) continue;
+      next = std::min(next, queues_[b].EarliestDeadline());  // expiry, whether or not an instance is free
+      if (!IsDueLocked(b, now)) next = std::min(next, ReadyTimeLocked(b, 0));
+    }
+    return next;
+  }
+
+  InstanceSlot* FreeSlotLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (auto& slot : slots_) {
+      if (!slot->busy) return slot.get();
+    }
+    return nullptr;
+  }
+
+  void BatcherLoop() {
+    absl::MutexLock lock(&mu_);
+    while (!shutdown_) {
+      const absl::Time now = clock_.Now();
+      std::vector<Queued> expired;
+      for (auto& queue : queues_) {
+        for (Queued& q : queue.TakeExpired(now)) {
+          bucket_of_.erase(q->id);
+          --queued_;
+          expired.push_back(std::move(q));
+        }
+      }
+      if (!expired.empty()) {
+        mu_.Unlock();
+        AnswerUnrun(std::move(expired), absl::DeadlineExceededError("the request's deadline passed while queued"));
+        mu_.Lock();
+        continue;
+      }
+      while (InstanceSlot* slot = FreeSlotLocked()) {
+        std::optional<size_t> bucket = PickBucketLocked(now);
+        if (!bucket) break;
+        slot->assigned = FormBatchLocked(*bucket, now);
+        slot->busy = true;
+        slot->cv.Signal();
+      }
+      clock_.WaitUntil(batcher_cv_, mu_, NextWakeLocked(now));
+    }
+  }
+
+  void InstanceLoop(InstanceSlot& slot) {
+    while (true) {
+      FormedBatch batch;
+      {
+        absl::MutexLock lock(&mu_);
+        while (!slot.assigned && !shutdown_) slot.cv.Wait(&mu_);
+        if (!slot.assigned) return;
+        batch = std::move(*slot.assigned);
+        slot.assigned.reset();
+      }
+      const absl::Duration compute = RunBatch(*slot.backend, batch);
+      absl::MutexLock lock(&mu_);
+      absl::Duration& estimate = estimates_[batch.bucket][std::lower_bound(table_.batch_sizes().begin(),
+                                                                           table_.batch_sizes().end(),
+                                                                           batch.batch_size) -
+                                                          table_.batch_sizes().begin()];
+      // Smoothed so one slow outlier does not close every later batch early.
+      estimate = estimate == absl::ZeroDuration() ? compute : (estimate * 0.8 + compute * 0.2);
+      slot.busy = false;
+      in_flight_ -= static_cast<int64_t>(batch.requests.size());
+      batcher_cv_.Signal();
+      idle_cv_.SignalAll();
+    }
+  }
+
+  // Runs one batch and answers its requests. No lock is held here. Returns the compute time.
+  absl::Duration RunBatch(Backend& backend, FormedBatch& batch) {
+    const int rows = static_cast<int>(batch.requests.size());
+    std::vector<const InferRequest*> requests;
+    for (const Queued& q : batch.requests) requests.push_back(&q->request);
+    const absl::Time start = clock_.Now();
+    absl::StatusOr<BatchResult> result =
+        backend.Execute(AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket)));
+    const absl::Duration compute = clock_.Now() - start;
+    std::vector<std::vector<HostTensor>> outputs;
+    if (result.ok()) outputs = ScatterOutputs(model_, *result, rows);
+    for (int r = 0; r < rows; ++r) {
+      InferResponse response;
+      response.status = result.ok() ? absl::OkStatus() : result.status();
+      if (result.ok()) response.outputs = std::move(outputs[r]);
+      response.queue_time = start - batch.requests[r]->enqueued;
+      response.compute_time = compute;
+      response.batch_size = batch.batch_size;
+      response.batch_rows_used = rows;
+      response.bucket_length = table_.length(batch.bucket);
+      batch.requests[r]->request.on_done(std::move(response));
+    }
+    return compute;
+  }
+
+  // Answers requests that never ran (expired, cancelled). Called without mu_ held.
+  void AnswerUnrun(std::vector<Queued> requests, const absl::Status& status) {
+    const absl::Time now = clock_.Now();
+    for (Queued& q : requests) {
+      InferResponse response;
+      response.status = status;
+      response.queue_time = now - q->enqueued;
+      q->request.on_done(std::move(response));
+    }
+    absl::MutexLock lock(&mu_);
+    in_flight_ -= static_cast<int64_t>(requests.size());
+    idle_cv_.SignalAll();
+  }
+
+  const ModelConfig& model_;
+  const Clock& clock_;
+  const BucketTable table_;
+  const absl::Duration max_delay_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar batcher_cv_;  // new work, a free instance, stop
+  absl::CondVar idle_cv_;     // in_flight_ decreased
+  std::vector<BucketQueue> queues_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<RequestId, size_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // queued request -> bucket
+  std::vector<std::vector<absl::Duration>> estimates_ ABSL_GUARDED_BY(mu_);  // [bucket][batch size index]
+  RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::once_flag stop_once_;
+
+  std::vector<std::unique_ptr<InstanceSlot>> slots_;  // fixed after construction
+  std::thread batcher_thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scheduler>> CreateDynamicBatcher(const DynamicBatcherOptions& options) {
+  if (options.model == nullptr) return absl::InvalidArgumentError("DynamicBatcherOptions.model is null");
+  if (options.instances.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " has no instances"));
+  }
+  if (options.clock == nullptr) return absl::InvalidArgumentError("DynamicBatcherOptions.clock is null");
+  return std::make_unique<DynamicBatcher>(options);
+}
+
+}  // namespace sluice

@@ -1,0 +1,29 @@
+// The dynamic batcher: the Scheduler for stateless models. One queue per length bucket; a batch closes when it
+// reaches the largest compiled batch size, when its oldest request has waited max_queue_delay, or earlier when
+// waiting longer would miss the earliest deadline in the queue given the bucket's measured compute time.
+// Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free
+// instance. Expired requests leave their queue the moment they expire and never run.
+//
+// Threads: one batcher thread owns the decisions; one thread per instance runs graphs. One mutex (mu_)
+// guards all shared state; it is never held while a graph runs or a callback is called.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "scheduler/clock.h"
+#include "scheduler/scheduler.h"
+
+namespace sluice {
+
+struct DynamicBatcherOptions {
+  const ModelConfig* model = nullptr;  // must outlive the batcher
+  std::vector<Backend*> instances;     // not owned; must outlive the batcher
+  Clock* clock = &Clock::Real();
+};
+
+absl::StatusOr<std::unique_ptr<Scheduler>> CreateDynamicBatcher(const DynamicBatcherOptions& options);
+
+}  // namespace sluice
