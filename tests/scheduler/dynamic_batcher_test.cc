@@ -1,0 +1,277 @@
+// Deterministic DynamicBatcher tests: a FakeClock decides every close; ScriptedBackend records what ran.
+#include "scheduler/dynamic_batcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/scheduler/scheduler_test_util.h"
+#include "tests/scheduler/scripted_backend.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Eventually;
+using ::sluice::testing::LetThreadsRun;
+using ::sluice::testing::PendingAnswer;
+using ::sluice::testing::ScriptedBackend;
+using ::sluice::testing::Submit;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class DynamicBatcherTest : public ::testing::Test {
+ protected:
+  void Start(int instances = 1) {
+    std::vector<Backend*> raw;
+    for (int i = 0; i < instances; ++i) {
+      backends_.push_back(std::make_unique<ScriptedBackend>(model_, &clock_, absl::Milliseconds(5)));
+      raw.push_back(backends_.back().get());
+    }
+    auto scheduler = CreateDynamicBatcher({&model_, raw, &clock_});
+    ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+    scheduler_ = std::move(*scheduler);
+  }
+  void TearDown() override {
+    for (auto& b : backends_) b->Release();
+    if (scheduler_) scheduler_->Stop();
+  }
+  ScriptedBackend& backend(int i = 0) { return *backends_[i]; }
+  static bool Done(const std::shared_ptr<PendingAnswer>& a) { return a->done.HasBeenNotified(); }
+  static bool WaitDone(const std::shared_ptr<PendingAnswer>& a) {
+    return a->done.WaitForNotificationWithTimeout(absl::Seconds(10));
+  }
+  // Keeps the only instance busy with one batch so later requests stay queued.
+  std::shared_ptr<PendingAnswer> OccupyInstance() {
+    backend().Hold();
+    auto blocker = Submit(*scheduler_, 400);  // bucket 400, batch 1 after the delay
+    for (int i = 0; i < 3; ++i) Submit(*scheduler_, 400);  // fills batch 4 so it closes at once
+    EXPECT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
+    return blocker;
+  }
+
+  ModelConfig model_ = testing::SmallSimModel();
+  FakeClock clock_;
+  std::vector<std::unique_ptr<ScriptedBackend>> backends_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(DynamicBatcherTest, FullBatchClosesAtOnceAndEachAnswerIsTrimmedToItsOwnLength) {
+  Start();
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {50, 80, 100, 61}) answers.push_back(Submit(*scheduler_, len));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));  // no clock advance needed
+  ASSERT_EQ(backend().executed_count(), 1u);
+  EXPECT_EQ(backend().executed()[0].batch_size, 4);
+  EXPECT_EQ(backend().executed()[0].length, 100);
+  const int64_t lengths[] = {50, 80, 100, 61};
+  for (int i = 0; i < 4; ++i) {
+    const InferResponse& r = answers[i]->response;
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_THAT(r.outputs[0].shape, ElementsAre(lengths[i], 2));
+    EXPECT_EQ(r.outputs[0].values<float>().back(), static_cast<float>(lengths[i]));  // its own row
+    EXPECT_EQ(r.batch_size, 4);
+    EXPECT_EQ(r.bucket_length, 100);
+  }
+}
+
+TEST_F(DynamicBatcherTest, PartialBatchClosesWhenTheOldestHasWaitedMaxDelay) {
+  Start();
+  auto a = Submit(*scheduler_, 30);
+  LetThreadsRun();
+  clock_.Advance(absl::Milliseconds(9));
+  LetThreadsRun();
+  EXPECT_FALSE(Done(a));
+  EXPECT_EQ(backend().executed_count(), 0u);
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(WaitDone(a));
+  EXPECT_EQ(backend().executed()[0].batch_size, 1);
+  EXPECT_EQ(a->response.queue_time, absl::Milliseconds(10));
+}
+
+TEST_F(DynamicBatcherTest, ClosesEarlyWhenWaitingWouldMissTheEarliestDeadline) {
+  Start();
+  auto first = Submit(*scheduler_, 30);  // measures the bucket's batch-1 compute time: 5 ms
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(first));
+  auto urgent = Submit(*scheduler_, 30, clock_.Now() + absl::Milliseconds(8));
+  clock_.Advance(absl::Milliseconds(2));
+  LetThreadsRun();
+  EXPECT_FALSE(Done(urgent)) << "closed before deadline - compute estimate";
+  clock_.Advance(absl::Milliseconds(1));  // now = deadline - 5 ms: the last moment it can still make it
+  ASSERT_TRUE(WaitDone(urgent));
+  EXPECT_TRUE(urgent->response.status.ok()) << urgent->response.status;
+  EXPECT_EQ(urgent->response.queue_time, absl::Milliseconds(3));
+}
+
+TEST_F(DynamicBatcherTest, ExpiredRequestLeavesTheQueueAtOnceAndNeverRuns) {
+  Start();
+  auto blocker = OccupyInstance();
+  auto doomed = Submit(*scheduler_, 30, clock_.Now() + absl::Milliseconds(4));
+  clock_.Advance(absl::Milliseconds(3));
+  LetThreadsRun();
+  EXPECT_FALSE(Done(doomed));
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(WaitDone(doomed));  // answered while the instance is still busy
+  EXPECT_EQ(doomed->response.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(backend().executed_count(), 1u);
+  backend().Release();
+  ASSERT_TRUE(WaitDone(blocker));
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+  EXPECT_EQ(backend().executed_count(), 1u);  // the expired request never ran
+}
+
+TEST_F(DynamicBatcherTest, FullQueueRejectsAtOnce) {
+  Start();
+  OccupyInstance();
+  for (int i = 0; i < model_.batching.max_queue_size; ++i) Submit(*scheduler_, 30 + i);
+  auto answer = std::make_shared<PendingAnswer>();
+  absl::StatusOr<RequestId> rejected = scheduler_->Enqueue(testing::AudioRequest(30, answer));
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(rejected.status().message(), HasSubstr("queue is full (max_queue_size 8)"));
+}
+
+TEST_F(DynamicBatcherTest, HigherPriorityRunsFirstAndFifoWithinALevel) {
+  Start();
+  OccupyInstance();
+  Submit(*scheduler_, 10, absl::InfiniteFuture(), 3);
+  Submit(*scheduler_, 20, absl::InfiniteFuture(), 1);
+  Submit(*scheduler_, 30, absl::InfiniteFuture(), 2);
+  Submit(*scheduler_, 40, absl::InfiniteFuture(), 0);  // default level 2, after the earlier level-2 request
+  backend().Release();
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 2; }));
+  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(20, 30, 40, 10));
+}
+
+TEST_F(DynamicBatcherTest, CancelledRequestIsRemovedAndAnswered) {
+  Start();
+  OccupyInstance();
+  RequestId id = 0;
+  auto gone = Submit(*scheduler_, 30, absl::InfiniteFuture(), 0, &id);
+  scheduler_->Cancel(id);
+  ASSERT_TRUE(WaitDone(gone));
+  EXPECT_EQ(gone->response.status.code(), absl::StatusCode::kCancelled);
+  scheduler_->Cancel(id);  // a second cancel is harmless
+  backend().Release();
+  clock_.Advance(absl::Milliseconds(20));
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+  EXPECT_EQ(backend().executed_count(), 1u);
+}
+
+TEST_F(DynamicBatcherTest, OddCountIsPaddedWithDummyRowsWhenAllAreDue) {
+  Start();
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
+  clock_.Advance(absl::Milliseconds(10));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ASSERT_EQ(backend().executed_count(), 1u);
+  EXPECT_EQ(backend().executed()[0].batch_size, 4);
+  EXPECT_THAT(backend().executed()[0].row_lengths, ElementsAre(10, 20, 30, 1));  // one dummy row
+  EXPECT_EQ(answers[2]->response.batch_rows_used, 3);
+}
+
+TEST_F(DynamicBatcherTest, PrefersAnExactCompiledSizeWhenTheRestCanWait) {
+  Start();
+  auto a = Submit(*scheduler_, 10);
+  auto b = Submit(*scheduler_, 20);
+  clock_.Advance(absl::Milliseconds(6));
+  auto c = Submit(*scheduler_, 30);
+  clock_.Advance(absl::Milliseconds(4));  // a and b are due; c has 6 ms left
+  ASSERT_TRUE(WaitDone(a) && WaitDone(b));
+  EXPECT_FALSE(Done(c));
+  EXPECT_EQ(backend().executed()[0].batch_size, 2);
+  clock_.Advance(absl::Milliseconds(6));
+  ASSERT_TRUE(WaitDone(c));
+  EXPECT_EQ(backend().executed()[1].batch_size, 1);
+}
+
+TEST_F(DynamicBatcherTest, OldestWorkGoesFirstAcrossBuckets) {
+  Start();
+  OccupyInstance();
+  auto older = Submit(*scheduler_, 150);  // bucket 200
+  clock_.Advance(absl::Milliseconds(1));
+  auto newer = Submit(*scheduler_, 50);  // bucket 100
+  clock_.Advance(absl::Milliseconds(20));  // both due while the instance is busy
+  LetThreadsRun();
+  backend().Release();
+  ASSERT_TRUE(WaitDone(older) && WaitDone(newer));
+  ASSERT_EQ(backend().executed_count(), 3u);
+  EXPECT_EQ(backend().executed()[1].length, 200);
+  EXPECT_EQ(backend().executed()[2].length, 100);
+}
+
+TEST_F(DynamicBatcherTest, ABusyInstanceDoesNotBlockTheOthers) {
+  Start(/*instances=*/2);
+  backend(0).Hold();
+  backend(1).Hold();
+  std::vector<std::shared_ptr<PendingAnswer>> first, second;
+  for (int i = 0; i < 4; ++i) first.push_back(Submit(*scheduler_, 100));
+  for (int i = 0; i < 4; ++i) second.push_back(Submit(*scheduler_, 100));
+  // Both batches run at the same time, one per instance.
+  ASSERT_TRUE(Eventually([&] { return backend(0).executed_count() == 1 && backend(1).executed_count() == 1; }));
+  backend(1).Release();  // instance 0 stays held: its batch must not hold back instance 1's answers
+  EXPECT_TRUE(Eventually([&] {
+    int done = 0;
+    for (auto& a : first) done += Done(a);
+    for (auto& a : second) done += Done(a);
+    return done == 4;
+  }));
+}
+
+TEST_F(DynamicBatcherTest, BackendFailureFailsOnlyThatBatch) {
+  Start();
+  backend().FailNext();
+  std::vector<std::shared_ptr<PendingAnswer>> failed;
+  for (int i = 0; i < 4; ++i) failed.push_back(Submit(*scheduler_, 100));
+  for (auto& a : failed) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kInternal);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("scripted backend failure"));
+  }
+  auto next = Submit(*scheduler_, 100);
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(next));
+  EXPECT_TRUE(next->response.status.ok()) << next->response.status;
+}
+
+TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
+  Start();
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 150, 300}) answers.push_back(Submit(*scheduler_, len));
+  scheduler_->Stop();  // no clock advance: draining does not wait for max delay
+  for (auto& a : answers) {
+    ASSERT_TRUE(Done(a));
+    EXPECT_TRUE(a->response.status.ok());
+  }
+  auto late = std::make_shared<PendingAnswer>();
+  absl::StatusOr<RequestId> refused = scheduler_->Enqueue(testing::AudioRequest(10, late));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(DynamicBatcherTest, RejectsBadRequestsWithClearMessages) {
+  Start();
+  auto answer = std::make_shared<PendingAnswer>();
+  auto expect_rejected = [&](InferRequest request, absl::StatusCode code, const std::string& text) {
+    absl::StatusOr<RequestId> r = scheduler_->Enqueue(std::move(request));
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), code) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(text));
+  };
+  expect_rejected(testing::AudioRequest(401, answer), absl::StatusCode::kInvalidArgument,
+                  "input length 401 exceeds the largest compiled bucket (400)");
+  expect_rejected(testing::AudioRequest(0, answer), absl::StatusCode::kInvalidArgument, "must be at least 1");
+  expect_rejected(testing::AudioRequest(10, answer, absl::InfiniteFuture(), 4), absl::StatusCode::kInvalidArgument,
+                  "priority 4 is outside 0..3");
+  expect_rejected(testing::AudioRequest(10, answer, clock_.Now()), absl::StatusCode::kDeadlineExceeded,
+                  "deadline passed");
+  InferRequest wrong_shape = testing::AudioRequest(10, answer);
+  wrong_shape.inputs[0].shape = {10, 1};
+  expect_rejected(std::move(wrong_shape), absl::StatusCode::kInvalidArgument, "has shape [10, 1], expected [10]");
+  InferRequest nan = testing::AudioRequest(10, answer);
+  nan.inputs[0].values<float>()[3] = std::nanf("");
+  expect_rejected(std::move(nan), absl::StatusCode::kInvalidArgument, "non-finite value (nan) at index 3");
+  EXPECT_FALSE(Done(answer));  // rejected requests are never answered through on_done
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,75 @@
+// Helpers for scheduler tests: a small sim speech model, requests whose answers can be awaited, and a
+// real-time poll for conditions that another thread makes true.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "backend/model_config.h"
+#include "scheduler/infer_request.h"
+#include "scheduler/scheduler.h"
+
+namespace sluice::testing {
+
+// Buckets 100/200/400 x batch 1/2/4; 10 ms max delay; queue of 8; priorities 1..3, default 2.
+inline ModelConfig SmallSimModel() {
+  ModelConfig model;
+  model.name = "sim_speech";
+  model.kind = ModelKind::kSpeech;
+  model.inputs = {{"audio", DataType::kFp32, {kVariableDim}, 16000}};
+  model.outputs = {{"frames", DataType::kFp32, {kVariableDim, 2}, std::nullopt}};
+  model.buckets = {{100, 200, 400}, {1, 2, 4}};
+  model.batching = {10.0, 8, 3, 2};
+  model.instances = {{1, DeviceKind::kSim}};
+  model.sim = SimCostModel{0, 0, 1.0};
+  return model;
+}
+
+struct PendingAnswer {
+  absl::Notification done;
+  InferResponse response;
+};
+
+inline InferRequest AudioRequest(int64_t length, std::shared_ptr<PendingAnswer> answer,
+                                 absl::Time deadline = absl::InfiniteFuture(), int priority = 0) {
+  InferRequest request;
+  request.inputs.push_back(HostTensor::Zeros(DataType::kFp32, {length}));
+  request.length = length;
+  request.deadline = deadline;
+  request.priority = priority;
+  request.on_done = [answer](InferResponse response) {
+    answer->response = std::move(response);
+    answer->done.Notify();
+  };
+  return request;
+}
+
+// Enqueues a request; the returned answer is notified when on_done runs.
+inline std::shared_ptr<PendingAnswer> Submit(Scheduler& scheduler, int64_t length,
+                                             absl::Time deadline = absl::InfiniteFuture(), int priority = 0,
+                                             RequestId* id = nullptr) {
+  auto answer = std::make_shared<PendingAnswer>();
+  absl::StatusOr<RequestId> accepted = scheduler.Enqueue(AudioRequest(length, answer, deadline, priority));
+  EXPECT_TRUE(accepted.ok()) << accepted.status();
+  if (accepted.ok() && id != nullptr) *id = *accepted;
+  return answer;
+}
+
+// Polls `condition` in real time (other threads make it true). False on timeout.
+inline bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time give_up = absl::Now() + timeout;
+  while (absl::Now() < give_up) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return condition();
+}
+
+// Lets the scheduler's threads run for a moment of real time (used before asserting that nothing happened;
+// decisions depend only on the fake clock, so this cannot make a test pass by luck).
+inline void LetThreadsRun() { absl::SleepFor(absl::Milliseconds(30)); }
+
+}  // namespace sluice::testing
