@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config clang
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev  # clang: -Wthread-safety build; rt: its sanitizers
   # RPC and wire formats
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   # model execution: libtorch (C++), python3-torch (graph export), a threaded BLAS for libtorch

@@ -123,6 +123,7 @@ class DynamicBatcher final : public Scheduler {
 
   // The first runs of each bucket (warm-up) give a pessimistic compute estimate until real runs replace it.
   void SeedEstimatesFromWarmup(const Backend& backend) {
+    absl::MutexLock lock(&mu_);
     for (const BucketLoadStats& s : backend.load_stats()) {
       auto b = table_.BucketFor(s.length);
       const auto& sizes = table_.batch_sizes();

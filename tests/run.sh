@@ -10,4 +10,9 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 900
 
+# The scheduler again, built by clang with -Wthread-safety -Werror (checks every ABSL_GUARDED_BY), and its tests.
+CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
+cmake --build build-clang -j "$(nproc)"
+ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
+
 echo "tests/run.sh: total $(( $(date +%s) - start )) s"
