@@ -22,33 +22,84 @@ absl::Status ValidateAddress(const YamlNode& node, const std::string& address) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ParseListener(const YamlNode& root, std::string_view key, std::string fallback) {
-  std::optional<YamlNode> section = root.Optional(key);
-  if (!section) return fallback;
-  SLUICE_RETURN_IF_ERROR(section->CheckKeys({"address"}));
-  SLUICE_ASSIGN_OR_RETURN(YamlNode address, section->Required("address"));
+absl::StatusOr<std::string> ParseAddress(const YamlNode& section) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode address, section.Required("address"));
   SLUICE_ASSIGN_OR_RETURN(std::string text, address.AsString());
   SLUICE_RETURN_IF_ERROR(ValidateAddress(address, text));
   return text;
+}
+
+// An optional integer key of `section` that must lie in [min, max]; `value` keeps its default when absent.
+absl::Status ParseBoundedInt(const YamlNode& section, std::string_view key, int64_t min, int64_t max,
+                             int64_t& value) {
+  std::optional<YamlNode> node = section.Optional(key);
+  if (!node) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(int64_t parsed, node->AsInt());
+  if (parsed < min || parsed > max) {
+    return node->Error(absl::StrCat("must be between ", min, " and ", max, ", got ", parsed));
+  }
+  value = parsed;
+  return absl::OkStatus();
+}
+
+std::string ResolvePath(const std::string& config_path, const std::string& text) {
+  std::filesystem::path path(text);
+  if (path.is_relative()) path = std::filesystem::absolute(std::filesystem::path(config_path).parent_path() / path);
+  return path.lexically_normal().string();
+}
+
+absl::Status ParseTls(const YamlNode& tls, const std::string& config_path, ServerConfig& config) {
+  SLUICE_RETURN_IF_ERROR(tls.CheckKeys({"cert", "key"}));
+  for (auto [key, target] : {std::pair{"cert", &config.tls_cert_path}, std::pair{"key", &config.tls_key_path}}) {
+    SLUICE_ASSIGN_OR_RETURN(YamlNode node, tls.Required(key));
+    SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
+    *target = ResolvePath(config_path, text);
+    if (!std::filesystem::is_regular_file(*target)) {
+      return node.Error(absl::StrCat("file '", *target, "' does not exist"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
-  SLUICE_RETURN_IF_ERROR(root.CheckKeys({"grpc", "http", "model_repository", "log_level"}));
+  SLUICE_RETURN_IF_ERROR(root.CheckKeys(
+      {"grpc", "http", "model_repository", "log_level", "max_message_bytes", "tls", "auth", "drain_grace_seconds"}));
   ServerConfig config;
   config.config_path = path;
-  SLUICE_ASSIGN_OR_RETURN(config.grpc_address, ParseListener(root, "grpc", config.grpc_address));
-  SLUICE_ASSIGN_OR_RETURN(config.http_address, ParseListener(root, "http", config.http_address));
+  if (auto grpc = root.Optional("grpc")) {
+    SLUICE_RETURN_IF_ERROR(grpc->CheckKeys({"address", "keepalive_time_ms", "keepalive_timeout_ms"}));
+    SLUICE_ASSIGN_OR_RETURN(config.grpc_address, ParseAddress(*grpc));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*grpc, "keepalive_time_ms", 1000, 86400000, config.keepalive_time_ms));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*grpc, "keepalive_timeout_ms", 100, 3600000, config.keepalive_timeout_ms));
+  }
+  if (auto http = root.Optional("http")) {
+    SLUICE_RETURN_IF_ERROR(http->CheckKeys({"address"}));
+    SLUICE_ASSIGN_OR_RETURN(config.http_address, ParseAddress(*http));
+  }
+  SLUICE_RETURN_IF_ERROR(ParseBoundedInt(root, "max_message_bytes", 1024, int64_t{2047} << 20,
+                                         config.max_message_bytes));
+  if (auto tls = root.Optional("tls")) SLUICE_RETURN_IF_ERROR(ParseTls(*tls, path, config));
+  if (auto auth = root.Optional("auth")) {
+    SLUICE_RETURN_IF_ERROR(auth->CheckKeys({"bearer_token"}));
+    SLUICE_ASSIGN_OR_RETURN(YamlNode token, auth->Required("bearer_token"));
+    SLUICE_ASSIGN_OR_RETURN(config.bearer_token, token.AsString());
+    if (config.bearer_token.empty() || config.bearer_token.find_first_of(" \t\r\n") != std::string::npos) {
+      return token.Error("must be a non-empty token without whitespace");
+    }
+  }
+  if (auto grace = root.Optional("drain_grace_seconds")) {
+    SLUICE_ASSIGN_OR_RETURN(config.drain_grace_seconds, grace->AsDouble());
+    if (!(config.drain_grace_seconds >= 0 && config.drain_grace_seconds <= 3600)) {
+      return grace->Error("must be between 0 and 3600 seconds");
+    }
+  }
 
   SLUICE_ASSIGN_OR_RETURN(YamlNode repository, root.Required("model_repository"));
   SLUICE_ASSIGN_OR_RETURN(std::string repository_text, repository.AsString());
-  std::filesystem::path repository_path(repository_text);
-  if (repository_path.is_relative()) {
-    repository_path = std::filesystem::absolute(std::filesystem::path(path).parent_path() / repository_path);
-  }
-  config.model_repository = repository_path.lexically_normal().string();
+  config.model_repository = ResolvePath(path, repository_text);
 
   if (auto level = root.Optional("log_level")) {
     SLUICE_ASSIGN_OR_RETURN(config.log_level, level->AsString());

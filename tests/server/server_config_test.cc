@@ -32,6 +32,28 @@ TEST_F(ServerConfigTest, ValidConfigResolvesRepositoryAgainstItsOwnDirectory) {
   EXPECT_EQ(config->http_address, "0.0.0.0:8000");
   EXPECT_EQ(config->model_repository, (std::filesystem::path(path).parent_path() / "models/").string());
   EXPECT_EQ(config->log_level, "debug");
+  EXPECT_EQ(config->max_message_bytes, 64 << 20);
+  EXPECT_TRUE(config->bearer_token.empty());
+  EXPECT_TRUE(config->tls_cert_path.empty());
+}
+
+TEST_F(ServerConfigTest, LimitsKeepaliveTlsAuthAndDrain) {
+  const std::string path = Write("model_repository: m\n");
+  const auto dir = std::filesystem::path(path).parent_path();
+  std::ofstream(dir / "c.pem") << "cert";
+  std::ofstream(dir / "k.pem") << "key";
+  Write("model_repository: m\nmax_message_bytes: 2048\ngrpc: {address: '127.0.0.1:0', keepalive_time_ms: 2000,"
+        " keepalive_timeout_ms: 500}\ntls: {cert: c.pem, key: k.pem}\nauth: {bearer_token: s3cret}\n"
+        "drain_grace_seconds: 2.5\n");
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_message_bytes, 2048);
+  EXPECT_EQ(config->keepalive_time_ms, 2000);
+  EXPECT_EQ(config->keepalive_timeout_ms, 500);
+  EXPECT_EQ(config->tls_cert_path, (dir / "c.pem").string());
+  EXPECT_EQ(config->tls_key_path, (dir / "k.pem").string());
+  EXPECT_EQ(config->bearer_token, "s3cret");
+  EXPECT_DOUBLE_EQ(config->drain_grace_seconds, 2.5);
 }
 
 TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
@@ -45,6 +67,13 @@ TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
            {"model_repository: m\nhttp: {adress: x}\n", ":2:8: http.adress: unknown key 'adress'"},
            {"grpc: {address: 0.0.0.0:1}\n", ":1:1: missing required key 'model_repository'"},
            {"model_repository: [a, b]\n", ":1:19: model_repository: expected a string, got a list"},
+           {"model_repository: m\nmax_message_bytes: 10\n", ":2:20: max_message_bytes: must be between 1024"},
+           {"model_repository: m\ngrpc: {address: 'h:1', keepalive_time_ms: 5}\n",
+            "grpc.keepalive_time_ms: must be between 1000 and 86400000, got 5"},
+           {"model_repository: m\ntls: {cert: nope.pem, key: k.pem}\n", "tls.cert: file '"},
+           {"model_repository: m\ntls: {cert: c.pem}\n", "missing required key 'key'"},
+           {"model_repository: m\nauth: {bearer_token: 'a b'}\n", "auth.bearer_token: must be a non-empty token"},
+           {"model_repository: m\ndrain_grace_seconds: -1\n", "drain_grace_seconds: must be between 0 and 3600"},
        }) {
     const std::string path = Write(c.text);
     absl::StatusOr<ServerConfig> config = LoadServerConfig(path);

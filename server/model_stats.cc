@@ -1,0 +1,42 @@
+#include "server/model_stats.h"
+
+#include <cmath>
+
+#include "absl/time/clock.h"
+
+namespace sluice {
+
+void ModelStats::RecordRow(const InferResponse& response, absl::Duration total) {
+  absl::MutexLock lock(&mu_);
+  stats_.last_inference_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  if (!response.status.ok()) {
+    stats_.fail.Add(total);
+    return;
+  }
+  ++stats_.inference_count;
+  stats_.success.Add(total);
+  stats_.queue.Add(response.queue_time);
+  stats_.compute_infer.Add(response.compute_time);
+  if (response.batch_size > 0) {
+    const double share = 1.0 / std::max(1, response.batch_rows_used);
+    BatchSizeStat& batch = stats_.batch[response.batch_size];
+    batch.executions += share;
+    batch.compute_infer.Add(response.compute_time);
+    executions_ += share;
+  }
+}
+
+void ModelStats::RecordRejected(absl::Duration total) {
+  absl::MutexLock lock(&mu_);
+  stats_.last_inference_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  stats_.fail.Add(total);
+}
+
+ModelStatsSnapshot ModelStats::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  ModelStatsSnapshot snapshot = stats_;
+  snapshot.execution_count = static_cast<uint64_t>(std::llround(executions_));
+  return snapshot;
+}
+
+}  // namespace sluice

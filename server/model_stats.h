@@ -1,0 +1,52 @@
+// Per-model inference statistics in the shape of Triton's ModelStatistics: success/fail counts and durations,
+// queue and compute time, and per-batch-size execution counts. Filled from each row's InferResponse.
+// Thread-safety: every method may be called from any thread (one mutex; no callbacks under it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "scheduler/infer_request.h"
+
+namespace sluice {
+
+struct DurationStat {
+  uint64_t count = 0;
+  uint64_t ns = 0;
+  void Add(absl::Duration d) {
+    ++count;
+    ns += static_cast<uint64_t>(absl::ToInt64Nanoseconds(d));
+  }
+};
+
+struct BatchSizeStat {
+  double executions = 0;  // each row adds 1/rows_in_its_batch, so a full batch of B rows counts once
+  DurationStat compute_infer;
+};
+
+struct ModelStatsSnapshot {
+  uint64_t last_inference_ms = 0;  // since the epoch
+  uint64_t inference_count = 0;    // successful rows
+  uint64_t execution_count = 0;    // graph executions these rows ran in (rounded)
+  DurationStat success, fail, queue, compute_infer;
+  std::map<int, BatchSizeStat> batch;  // by compiled batch size
+};
+
+class ModelStats {
+ public:
+  // One row's answer; `total` = request arrival to answer.
+  void RecordRow(const InferResponse& response, absl::Duration total);
+  // A request refused before any row ran (validation or enqueue error).
+  void RecordRejected(absl::Duration total);
+  ModelStatsSnapshot Snapshot() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  ModelStatsSnapshot stats_ ABSL_GUARDED_BY(mu_);
+  double executions_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace sluice
