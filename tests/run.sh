@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 
 deploy/install-deps.sh
+# ccache: let clones in other directories (CI) reuse this machine's cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 900
