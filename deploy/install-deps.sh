@@ -14,6 +14,8 @@ PACKAGES=(
   prometheus-cpp-dev libtbb-dev libyaml-cpp-dev libspdlog-dev libcli11-dev rapidjson-dev libcpp-httplib-dev
   # tests
   libgtest-dev libgmock-dev
+  # front-end tests: TLS certificates generated with the openssl CLI
+  openssl
 )
 
 missing=()
