@@ -71,7 +71,7 @@ TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
            {"model_repository: m\ngrpc: {address: 'h:1', keepalive_time_ms: 5}\n",
             "grpc.keepalive_time_ms: must be between 1000 and 86400000, got 5"},
            {"model_repository: m\ntls: {cert: nope.pem, key: k.pem}\n", "tls.cert: file '"},
-           {"model_repository: m\ntls: {cert: c.pem}\n", "missing required key 'key'"},
+           {"model_repository: m\ntls: {key: k.pem}\n", "missing required key 'cert'"},
            {"model_repository: m\nauth: {bearer_token: 'a b'}\n", "auth.bearer_token: must be a non-empty token"},
            {"model_repository: m\ndrain_grace_seconds: -1\n", "drain_grace_seconds: must be between 0 and 3600"},
        }) {
