@@ -6,8 +6,8 @@ namespace {
 class RealClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
-  void WaitUntil(absl::CondVar& cv, absl::Mutex& mu, absl::Time deadline) const override {
-    cv.WaitWithDeadline(&mu, deadline);
+  void WaitUntil(CondVar& cv, Mutex& mu, absl::Time deadline) const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    cv.WaitUntil(&mu, deadline);
   }
 };
 

@@ -2,9 +2,9 @@
 // Thread-safety: both implementations are safe for concurrent use.
 #pragma once
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "scheduler/sync.h"
 
 namespace sluice {
 
@@ -18,7 +18,7 @@ class Clock {
   virtual absl::Time Now() const = 0;
   // Waits on `cv` (with `mu` held) until signalled or until Now() >= deadline; may return early (spuriously).
   // REQUIRES: mu is held by the caller.
-  virtual void WaitUntil(absl::CondVar& cv, absl::Mutex& mu, absl::Time deadline) const = 0;
+  virtual void WaitUntil(CondVar& cv, Mutex& mu, absl::Time deadline) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 
   static Clock& Real();
 };
@@ -30,19 +30,19 @@ class FakeClock final : public Clock {
   explicit FakeClock(absl::Time start = absl::UnixEpoch() + absl::Hours(1)) : now_(start) {}
 
   absl::Time Now() const override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
-  void WaitUntil(absl::CondVar& cv, absl::Mutex& mu, absl::Time deadline) const override {
-    if (Now() < deadline) cv.WaitWithTimeout(&mu, absl::Milliseconds(1));
+  void WaitUntil(CondVar& cv, Mutex& mu, absl::Time deadline) const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (Now() < deadline) cv.WaitFor(&mu, absl::Milliseconds(1));
   }
   void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += d;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -7,11 +7,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "scheduler/batch_assembly.h"
 #include "scheduler/bucket_queue.h"
 #include "scheduler/bucket_table.h"
 #include "scheduler/request_validation.h"
+#include "scheduler/sync.h"
 
 namespace sluice {
 namespace {
@@ -57,7 +57,7 @@ class DynamicBatcher final : public Scheduler {
     queued->level = request.priority == 0 ? model_.batching.default_priority_level : request.priority;
     queued->request = std::move(request);
     queued->enqueued = now;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
     if (queued_ >= model_.batching.max_queue_size) {
       return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, " queue is full (max_queue_size ",
@@ -75,7 +75,7 @@ class DynamicBatcher final : public Scheduler {
   void Cancel(RequestId id) override {
     Queued removed;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto it = bucket_of_.find(id);
       if (it == bucket_of_.end()) return;
       removed = queues_[it->second].Remove(id);
@@ -92,7 +92,7 @@ class DynamicBatcher final : public Scheduler {
 
   void StopOnce() {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;  // from now on every non-empty queue is due: drain without waiting for delays
       batcher_cv_.Signal();
       while (in_flight_ > 0) idle_cv_.Wait(&mu_);
@@ -105,7 +105,7 @@ class DynamicBatcher final : public Scheduler {
   }
 
   int64_t InFlight() const override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return in_flight_;
   }
 
@@ -116,14 +116,14 @@ class DynamicBatcher final : public Scheduler {
     explicit InstanceSlot(Backend* b) : backend(b) {}
     Backend* backend;
     std::thread thread;
-    absl::CondVar cv;
+    CondVar cv;
     bool busy = false;                    // guarded by mu_
     std::optional<FormedBatch> assigned;  // guarded by mu_
   };
 
   // The first runs of each bucket (warm-up) give a pessimistic compute estimate until real runs replace it.
   void SeedEstimatesFromWarmup(const Backend& backend) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const BucketLoadStats& s : backend.load_stats()) {
       auto b = table_.BucketFor(s.length);
       const auto& sizes = table_.batch_sizes();
@@ -196,7 +196,7 @@ class DynamicBatcher final : public Scheduler {
   }
 
   void BatcherLoop() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!shutdown_) {
       const absl::Time now = clock_.Now();
       std::vector<Queued> expired;
@@ -228,14 +228,14 @@ class DynamicBatcher final : public Scheduler {
     while (true) {
       FormedBatch batch;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         while (!slot.assigned && !shutdown_) slot.cv.Wait(&mu_);
         if (!slot.assigned) return;
         batch = std::move(*slot.assigned);
         slot.assigned.reset();
       }
       const absl::Duration compute = RunBatch(*slot.backend, batch);
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       absl::Duration& estimate = estimates_[batch.bucket][std::lower_bound(table_.batch_sizes().begin(),
                                                                            table_.batch_sizes().end(),
                                                                            batch.batch_size) -
@@ -283,7 +283,7 @@ class DynamicBatcher final : public Scheduler {
       response.queue_time = now - q->enqueued;
       q->request.on_done(std::move(response));
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     in_flight_ -= static_cast<int64_t>(requests.size());
     idle_cv_.SignalAll();
   }
@@ -293,9 +293,9 @@ class DynamicBatcher final : public Scheduler {
   const BucketTable table_;
   const absl::Duration max_delay_;
 
-  mutable absl::Mutex mu_;
-  absl::CondVar batcher_cv_;  // new work, a free instance, stop
-  absl::CondVar idle_cv_;     // in_flight_ decreased
+  mutable Mutex mu_;
+  CondVar batcher_cv_;  // new work, a free instance, stop
+  CondVar idle_cv_;     // in_flight_ decreased
   std::vector<BucketQueue> queues_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<RequestId, size_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // queued request -> bucket
   std::vector<std::vector<absl::Duration>> estimates_ ABSL_GUARDED_BY(mu_);  // [bucket][batch size index]

@@ -5,12 +5,11 @@
 #include <functional>
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "backend/model_config.h"
 #include "scheduler/infer_request.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/sync.h"
 
 namespace sluice::testing {
 
@@ -28,8 +27,34 @@ inline ModelConfig SmallSimModel() {
   return model;
 }
 
+// A one-shot event on the scheduler's own primitives (visible to ThreadSanitizer, unlike absl::Notification
+// from Debian's uninstrumented absl).
+class Event {
+ public:
+  void Notify() {
+    MutexLock lock(&mu_);
+    notified_ = true;
+    cv_.SignalAll();
+  }
+  bool HasBeenNotified() {
+    MutexLock lock(&mu_);
+    return notified_;
+  }
+  bool WaitForNotificationWithTimeout(absl::Duration timeout) {
+    const absl::Time give_up = absl::Now() + timeout;
+    MutexLock lock(&mu_);
+    while (!notified_ && absl::Now() < give_up) cv_.WaitUntil(&mu_, give_up);
+    return notified_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 struct PendingAnswer {
-  absl::Notification done;
+  Event done;
   InferResponse response;
 };
 

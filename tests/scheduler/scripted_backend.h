@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "backend/sim_backend.h"
 #include "scheduler/clock.h"
+#include "scheduler/sync.h"
 
 namespace sluice::testing {
 
@@ -28,9 +28,9 @@ class ScriptedBackend final : public Backend {
 
   absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) override {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       executed_.push_back({batch.batch_size, batch.length, batch.row_lengths, clock_ ? clock_->Now() : absl::Now()});
-      mu_.Await(absl::Condition(+[](bool* held) { return !*held; }, &held_));
+      while (held_) released_.Wait(&mu_);
       if (fail_next_) {
         fail_next_ = false;
         return absl::InternalError("scripted backend failure");
@@ -44,23 +44,24 @@ class ScriptedBackend final : public Backend {
   std::string Describe() const override { return "scripted"; }
 
   void Hold() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     held_ = true;
   }
   void Release() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     held_ = false;
+    released_.SignalAll();
   }
   void FailNext() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     fail_next_ = true;
   }
   std::vector<ExecutedBatch> executed() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return executed_;
   }
   size_t executed_count() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return executed_.size();
   }
 
@@ -68,7 +69,8 @@ class ScriptedBackend final : public Backend {
   FakeClock* clock_;
   const absl::Duration compute_;
   std::unique_ptr<Backend> sim_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
+  CondVar released_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   bool fail_next_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ExecutedBatch> executed_ ABSL_GUARDED_BY(mu_);
