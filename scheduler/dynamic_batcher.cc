@@ -30,11 +30,14 @@ class DynamicBatcher final : public Scheduler {
       : model_(*options.model),
         clock_(*options.clock),
         table_(options.model->buckets),
-        max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)) {
+        max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)),
+        on_batch_(options.on_batch) {
     for (size_t b = 0; b < table_.num_buckets(); ++b) queues_.emplace_back(model_.batching.priority_levels);
     estimates_.assign(table_.num_buckets(), std::vector<absl::Duration>(table_.batch_sizes().size()));
     SeedEstimatesFromWarmup(*options.instances.front());
-    for (Backend* backend : options.instances) slots_.push_back(std::make_unique<InstanceSlot>(backend));
+    for (Backend* backend : options.instances) {
+      slots_.push_back(std::make_unique<InstanceSlot>(backend, static_cast<int>(slots_.size())));
+    }
     for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { InstanceLoop(*s); });
     batcher_thread_ = std::thread([this] { BatcherLoop(); });
   }
@@ -109,12 +112,18 @@ class DynamicBatcher final : public Scheduler {
     return in_flight_;
   }
 
+  int64_t QueueDepth() const override {
+    MutexLock lock(&mu_);
+    return queued_;
+  }
+
   const ModelConfig& model() const override { return model_; }
 
  private:
   struct InstanceSlot {
-    explicit InstanceSlot(Backend* b) : backend(b) {}
+    InstanceSlot(Backend* b, int i) : backend(b), index(i) {}
     Backend* backend;
+    const int index;
     std::thread thread;
     CondVar cv;
     bool busy = false;                    // guarded by mu_
@@ -234,7 +243,7 @@ class DynamicBatcher final : public Scheduler {
         batch = std::move(*slot.assigned);
         slot.assigned.reset();
       }
-      const absl::Duration compute = RunBatch(*slot.backend, batch);
+      const absl::Duration compute = RunBatch(slot, batch);
       MutexLock lock(&mu_);
       absl::Duration& estimate = estimates_[batch.bucket][std::lower_bound(table_.batch_sizes().begin(),
                                                                            table_.batch_sizes().end(),
@@ -250,14 +259,19 @@ class DynamicBatcher final : public Scheduler {
   }
 
   // Runs one batch and answers its requests. No lock is held here. Returns the compute time.
-  absl::Duration RunBatch(Backend& backend, FormedBatch& batch) {
+  absl::Duration RunBatch(const InstanceSlot& slot, FormedBatch& batch) {
     const int rows = static_cast<int>(batch.requests.size());
     std::vector<const InferRequest*> requests;
     for (const Queued& q : batch.requests) requests.push_back(&q->request);
     const absl::Time start = clock_.Now();
     absl::StatusOr<BatchResult> result =
-        backend.Execute(AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket)));
+        slot.backend->Execute(AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket)));
     const absl::Duration compute = clock_.Now() - start;
+    if (on_batch_) {
+      BatchReport report{slot.index, table_.length(batch.bucket), batch.batch_size, rows, 0, compute, result.ok()};
+      for (const InferRequest* r : requests) report.real_steps += r->length;
+      on_batch_(report);
+    }
     std::vector<std::vector<HostTensor>> outputs;
     if (result.ok()) outputs = ScatterOutputs(model_, *result, rows);
     for (int r = 0; r < rows; ++r) {
@@ -292,6 +306,7 @@ class DynamicBatcher final : public Scheduler {
   const Clock& clock_;
   const BucketTable table_;
   const absl::Duration max_delay_;
+  const BatchObserver on_batch_;
 
   mutable Mutex mu_;
   CondVar batcher_cv_;  // new work, a free instance, stop

@@ -8,6 +8,7 @@
 // guards all shared state; it is never held while a graph runs or a callback is called.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,10 +19,26 @@
 
 namespace sluice {
 
+// What one executed batch did: for metrics (batch counts, padding waste, compute time, instance busy time).
+struct BatchReport {
+  int instance = 0;          // index into DynamicBatcherOptions::instances
+  int64_t bucket_length = 0;
+  int batch_size = 0;        // compiled batch size it ran at
+  int rows = 0;              // real requests in it (the rest were dummy rows)
+  int64_t real_steps = 0;    // sum of the real rows' lengths (samples or tokens)
+  absl::Duration compute;
+  bool ok = true;            // false when the backend failed the batch
+};
+
+// Called on the instance thread after each batch, before its requests' on_done; no scheduler lock is held.
+// Must be cheap and thread-safe (instances report concurrently).
+using BatchObserver = std::function<void(const BatchReport&)>;
+
 struct DynamicBatcherOptions {
   const ModelConfig* model = nullptr;  // must outlive the batcher
   std::vector<Backend*> instances;     // not owned; must outlive the batcher
   Clock* clock = &Clock::Real();
+  BatchObserver on_batch;              // optional
 };
 
 absl::StatusOr<std::unique_ptr<Scheduler>> CreateDynamicBatcher(const DynamicBatcherOptions& options);

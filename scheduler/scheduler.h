@@ -32,6 +32,8 @@ class Scheduler {
 
   // Accepted requests not yet answered (queued + running).
   virtual int64_t InFlight() const = 0;
+  // Accepted requests still waiting in a queue (not yet in a running batch).
+  virtual int64_t QueueDepth() const = 0;
 
   virtual const ModelConfig& model() const = 0;
 };

@@ -20,13 +20,13 @@ using ::testing::HasSubstr;
 
 class DynamicBatcherTest : public ::testing::Test {
  protected:
-  void Start(int instances = 1) {
+  void Start(int instances = 1, BatchObserver on_batch = {}) {
     std::vector<Backend*> raw;
     for (int i = 0; i < instances; ++i) {
       backends_.push_back(std::make_unique<ScriptedBackend>(model_, &clock_, absl::Milliseconds(5)));
       raw.push_back(backends_.back().get());
     }
-    auto scheduler = CreateDynamicBatcher({&model_, raw, &clock_});
+    auto scheduler = CreateDynamicBatcher({&model_, raw, &clock_, std::move(on_batch)});
     ASSERT_TRUE(scheduler.ok()) << scheduler.status();
     scheduler_ = std::move(*scheduler);
   }
@@ -168,6 +168,32 @@ TEST_F(DynamicBatcherTest, OddCountIsPaddedWithDummyRowsWhenAllAreDue) {
   EXPECT_EQ(backend().executed()[0].batch_size, 4);
   EXPECT_THAT(backend().executed()[0].row_lengths, ElementsAre(10, 20, 30, 1));  // one dummy row
   EXPECT_EQ(answers[2]->response.batch_rows_used, 3);
+}
+
+TEST_F(DynamicBatcherTest, ReportsEveryBatchAndTheQueueDepth) {
+  Mutex mu;
+  std::vector<BatchReport> reports;
+  Start(1, [&](const BatchReport& r) {
+    MutexLock lock(&mu);
+    reports.push_back(r);
+  });
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
+  EXPECT_EQ(scheduler_->QueueDepth(), 3);
+  EXPECT_EQ(scheduler_->InFlight(), 3);
+  clock_.Advance(absl::Milliseconds(10));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+  EXPECT_EQ(scheduler_->QueueDepth(), 0);
+  MutexLock lock(&mu);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].instance, 0);
+  EXPECT_EQ(reports[0].bucket_length, 100);
+  EXPECT_EQ(reports[0].batch_size, 4);
+  EXPECT_EQ(reports[0].rows, 3);
+  EXPECT_EQ(reports[0].real_steps, 60);
+  EXPECT_EQ(reports[0].compute, absl::Milliseconds(5));
+  EXPECT_TRUE(reports[0].ok);
 }
 
 TEST_F(DynamicBatcherTest, PrefersAnExactCompiledSizeWhenTheRestCanWait) {
