@@ -1,0 +1,57 @@
+// sluice-loadtest's top level: asks the server about the models, optionally verifies them against their
+// reference sets, runs the load (or a sweep), gathers the server's own figures and the cost, and writes the
+// table, the JSON report and the SVG plot. Exit codes: 0 done (and every check passed), 1 an SLO verdict,
+// a sweep or --verify failed, 2 bad arguments or config files, 3 the server could not be used.
+// Thread-safety: RunApp blocks its calling thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loadtest/runner.h"
+#include "loadtest/sweep.h"
+
+namespace sluice::loadtest {
+
+inline constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitServer = 3;
+
+struct AppOptions {
+  // Target.
+  std::string grpc_address = "localhost:8001";
+  int channels = 1;
+  std::string bearer_token;
+  std::string metrics_url = "auto";  // "auto": http://HOST:8000/metrics when the gRPC port is 8001; "" none
+  double scrape_interval_s = 1.0;
+  int server_pid = 0;
+
+  // Workload.
+  std::string model_mix;
+  std::vector<std::string> lengths;  // "SPEC" for every model or "MODEL=SPEC"
+  int64_t max_length = 0;
+  uint64_t seed = 1;
+  int64_t vocab = 8192;
+  std::string model_repository;
+
+  // Load (RunOptions without the per-run fields) and checks.
+  RunOptions run;
+  std::string arrival = "poisson";
+  std::string slo_path;
+  bool verify = false;
+  double tolerance = 1e-4;
+
+  // Cost.
+  std::string pricing_path, preset;
+  double hourly_usd = 0;
+  int accelerators = 0, accelerators_used = 0;
+
+  // Sweep.
+  SweepOptions sweep;  // knob empty: no sweep
+
+  // Output.
+  std::string json_path, svg_path;
+};
+
+int RunApp(AppOptions options);
+
+}  // namespace sluice::loadtest

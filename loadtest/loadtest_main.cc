@@ -1,0 +1,139 @@
+// sluice-loadtest: load generator, SLO checker, correctness verifier and report tool for sluice (or any
+// KServe v2 gRPC server). See README.md "Load testing" and `sluice-loadtest --help`.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "loadtest/app.h"
+#include "loadtest/compare.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  using sluice::loadtest::AppOptions;
+  AppOptions o;
+  std::vector<std::string> compare;
+  std::string sweep_levels;
+  bool no_progress = false;
+  std::string log_level = "info";
+
+  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC, SLO verdicts, --verify against "
+               "reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG reports, --compare"};
+  app.set_help_all_flag("--help-all");
+
+  app.add_option("-u,--grpc", o.grpc_address, "server gRPC address host:port")->capture_default_str()->group("Target");
+  app.add_option("--channels", o.channels, "gRPC channels (connections), used round robin")
+      ->check(CLI::Range(1, 64))->capture_default_str()->group("Target");
+  app.add_option("--token", o.bearer_token, "bearer token sent with every call")->group("Target");
+  app.add_option("--metrics-url", o.metrics_url,
+                 "Prometheus page to scrape; 'auto' = http://HOST:8000/metrics when the gRPC port is 8001; 'none'")
+      ->capture_default_str()->group("Target");
+  app.add_option("--scrape-interval", o.scrape_interval_s, "seconds between /metrics scrapes during the run")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Target");
+  app.add_option("--server-pid", o.server_pid, "local server pid: its peak RSS (VmHWM) when /metrics has none")
+      ->group("Target");
+
+  app.add_option("-m,--model", o.model_mix, "model or weighted mix, e.g. asr_ctc:0.7,text_embed:0.3")
+      ->group("Workload");
+  app.add_option("--lengths", o.lengths,
+                 "length profile for every model, or MODEL=SPEC: fixed:N, uniform:A-B, lognormal:MEDIAN,SIGMA, speech, "
+                 "file:PATH (N in steps, or seconds with an s suffix); default speech for speech models, "
+                 "uniform:1-MAX otherwise")
+      ->group("Workload");
+  app.add_option("--max-length", o.max_length, "largest length to send (default: the model's largest bucket)")
+      ->group("Workload");
+  app.add_option("--seed", o.seed, "seed of inputs, lengths, model choice and arrivals")->capture_default_str()
+      ->group("Workload");
+  app.add_option("--vocab", o.vocab, "token ids are drawn from [1, vocab)")->capture_default_str()->group("Workload");
+  app.add_option("--model-repository", o.model_repository,
+                 "the server's model repository (sample rates; reference sets for --verify)")
+      ->group("Workload");
+
+  app.add_option("-c,--concurrency", o.run.concurrency, "closed loop: calls kept in flight")
+      ->check(CLI::PositiveNumber)->group("Load");
+  app.add_option("-r,--rate", o.run.rate, "open loop: mean requests per second")->check(CLI::PositiveNumber)
+      ->group("Load");
+  app.add_option("--arrival", o.arrival, "open-loop arrivals: poisson, gamma or constant")->capture_default_str()
+      ->group("Load");
+  app.add_option("--burstiness", o.run.burstiness, "gamma shape (1 = Poisson, < 1 burstier); != 1 implies gamma")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
+  app.add_option("-d,--duration", o.run.duration_s, "measured seconds after warm-up")->check(CLI::NonNegativeNumber)
+      ->group("Load");
+  app.add_option("-n,--requests", o.run.requests, "measured requests after warm-up")->check(CLI::NonNegativeNumber)
+      ->group("Load");
+  app.add_option("--warmup", o.run.warmup_s, "seconds of warm-up, excluded from results")
+      ->check(CLI::NonNegativeNumber)->group("Load");
+  app.add_option("--warmup-requests", o.run.warmup_requests, "requests of warm-up, excluded from results")
+      ->check(CLI::NonNegativeNumber)->group("Load");
+  app.add_option("--timeout-ms", o.run.timeout_ms, "per-request deadline")->check(CLI::PositiveNumber)
+      ->capture_default_str()->group("Load");
+  app.add_option("--max-requests", o.run.max_requests, "hard cap on requests sent, warm-up included")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
+  app.add_option("--max-duration", o.run.max_duration_s, "hard cap on one run's seconds, warm-up included")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
+  app.add_option("--max-outstanding", o.run.max_outstanding, "open loop: calls in flight before arrivals drop")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
+  app.add_flag("--no-progress", no_progress, "no progress line on the terminal")->group("Load");
+
+  app.add_option("--slo", o.slo_path, "SLO YAML: PASS/FAIL verdicts and the exit code")->group("Checks");
+  app.add_flag("--verify", o.verify, "send the reference set of each model and compare outputs")->group("Checks");
+  app.add_option("--tolerance", o.tolerance, "--verify: largest allowed absolute error")->capture_default_str()
+      ->group("Checks");
+
+  app.add_option("--pricing", o.pricing_path, "pricing YAML (deploy/pricing.yaml)")->group("Cost");
+  app.add_option("--preset", o.preset, "preset in the pricing YAML, e.g. inf2.xlarge")->group("Cost");
+  app.add_option("--hourly-usd", o.hourly_usd, "instance price instead of a preset")->check(CLI::PositiveNumber)
+      ->group("Cost");
+  app.add_option("--accelerators", o.accelerators, "accelerators of the instance (with --hourly-usd)")
+      ->check(CLI::PositiveNumber)->group("Cost");
+  app.add_option("--accelerators-used", o.accelerators_used, "accelerators the server holds (its share of the cost)")
+      ->check(CLI::PositiveNumber)->group("Cost");
+
+  app.add_option("--sweep", o.sweep.knob, "raise 'concurrency' or 'rate' until the SLO breaks")
+      ->check(CLI::IsMember({"concurrency", "rate"}))->group("Sweep");
+  app.add_option("--sweep-levels", sweep_levels, "explicit levels, e.g. 1,2,4,8 (else start x factor^k)")
+      ->group("Sweep");
+  app.add_option("--sweep-factor", o.sweep.factor, "multiplier between levels")->capture_default_str()->group("Sweep");
+  app.add_option("--sweep-steps", o.sweep.steps, "number of levels")->check(CLI::Range(1, 64))->capture_default_str()
+      ->group("Sweep");
+
+  app.add_option("--json", o.json_path, "write the JSON report here")->group("Output");
+  app.add_option("--plot", o.svg_path, "write an SVG plot here (timeline, histogram, sweep curve)")->group("Output");
+  app.add_option("--compare", compare, "print two JSON reports side by side (no load)")->expected(2)
+      ->group("Output");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str()->group("Output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : sluice::loadtest::kExitUsage;
+  }
+  spdlog::set_default_logger(spdlog::stderr_logger_st("sluice-loadtest"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  if (!compare.empty()) {
+    absl::StatusOr<std::string> table = sluice::loadtest::CompareReportFiles(compare[0], compare[1]);
+    if (!table.ok()) {
+      std::cerr << table.status().message() << "\n";
+      return sluice::loadtest::kExitUsage;
+    }
+    std::cout << *table;
+    return 0;
+  }
+  if (o.model_mix.empty()) {
+    std::cerr << "--model is required (or --compare A B)\n";
+    return sluice::loadtest::kExitUsage;
+  }
+  for (absl::string_view part : absl::StrSplit(sweep_levels, ',', absl::SkipEmpty())) {
+    double level = 0;
+    if (!absl::SimpleAtod(part, &level)) {
+      std::cerr << "--sweep-levels: '" << part << "' is not a number\n";
+      return sluice::loadtest::kExitUsage;
+    }
+    o.sweep.levels.push_back(level);
+  }
+  o.run.progress = !no_progress;
+  return sluice::loadtest::RunApp(std::move(o));
+}

@@ -1,0 +1,158 @@
+#include "loadtest/report_table.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice::loadtest {
+namespace {
+
+std::string Row(const std::string& name, const std::string& share, const ThroughputStats& t) {
+  const LatencyStats& l = t.latency;
+  return absl::StrFormat("%-14s %5s %8d %8d %6d %9.2f %9.2f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n", name, share,
+                         t.requests, t.ok, t.errors, t.req_per_s, t.audio_s_per_s, l.p50_ms, l.p90_ms, l.p95_ms,
+                         l.p99_ms, l.max_ms, t.goodput_rps);
+}
+
+std::string OptMs(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.2f ms", *v) : std::string("not reported");
+}
+
+std::string RunLine(const RunSummary& s) {
+  std::string mode = s.mode == "closed"
+                         ? absl::StrCat("closed loop, concurrency ", s.concurrency)
+                         : absl::StrFormat("open loop, %.4g req/s %s%s", s.rate, s.arrival,
+                                           s.arrival == "gamma" ? absl::StrFormat(" (burstiness %.3g)", s.burstiness)
+                                                                : std::string());
+  return absl::StrFormat("%s; measured window %.2f s (run %.2f s, stopped by %s%s)", mode, s.window_s, s.wall_s,
+                         s.stop_reason, s.capped ? ", CAPPED" : "");
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024) return absl::StrFormat("%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024) return absl::StrFormat("%.1f MiB", bytes / (1024.0 * 1024));
+  return absl::StrFormat("%.0f KiB", bytes / 1024.0);
+}
+
+std::string FormatVerify(const std::vector<VerifyReport>& verify) {
+  std::string out;
+  for (const VerifyReport& v : verify) {
+    absl::StrAppend(&out, absl::StrFormat("verify %s: %s  %d cases, %d mismatched (%d failed calls), %d elements "
+                                          "over %.0e, max abs error %.3g\n",
+                                          v.model, v.ok() ? "PASS" : "FAIL", v.cases, v.mismatched_cases,
+                                          v.failed_calls, v.mismatched_elements, v.tolerance, v.max_abs_error));
+    for (const std::string& f : v.failures) absl::StrAppend(&out, "  ", f, "\n");
+  }
+  return out;
+}
+
+std::string FormatReport(const Report& r) {
+  std::string out;
+  const RunSummary& s = r.summary;
+  absl::StrAppend(&out, "sluice-loadtest ", r.target, ": ", RunLine(s), "\n");
+  for (const ModelDescription& m : r.models) {
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %-8s share %.2f  lengths %s (max %d%s)\n", m.name, m.kind, m.weight,
+                                          m.profile, m.max_length,
+                                          m.sample_rate > 0 ? absl::StrFormat(" samples at %d Hz%s", m.sample_rate,
+                                                                              m.sample_rate_assumed ? ", assumed" : "")
+                                                            : std::string()));
+  }
+  if (s.mode == "open" && s.max_send_lag_ms > 10) {
+    absl::StrAppend(&out, absl::StrFormat("  note: the client sent up to %.1f ms late (latency counts from the "
+                                          "scheduled time)\n", s.max_send_lag_ms));
+  }
+  absl::StrAppend(&out, "\n", absl::StrFormat("%-14s %5s %8s %8s %6s %9s %9s %8s %8s %8s %8s %8s %9s\n", "model",
+                                               "share", "requests", "ok", "errors", "req/s", "audio-s/s", "p50 ms",
+                                               "p90 ms", "p95 ms", "p99 ms", "max ms", "goodput/s"));
+  if (s.per_model.size() > 1) {
+    for (size_t i = 0; i < s.per_model.size(); ++i) {
+      absl::StrAppend(&out, Row(s.per_model[i].model, absl::StrFormat("%.2f", r.models[i].weight), s.per_model[i]));
+    }
+  }
+  absl::StrAppend(&out, Row(s.per_model.size() > 1 ? "total" : s.per_model.front().model, "", s.total));
+  if (!s.total.errors_by_code.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [code, n] : s.total.errors_by_code) parts.push_back(absl::StrCat(code, " ", n));
+    absl::StrAppend(&out, absl::StrFormat("errors by code: %s (error rate %.4f)\n", absl::StrJoin(parts, ", "),
+                                          s.total.error_rate));
+  }
+  if (s.total.audio_seconds > 0) {
+    absl::StrAppend(&out, absl::StrFormat("audio: %.1f s served, RTFx %.2f (audio seconds per wall second)\n",
+                                          s.total.audio_seconds, s.total.audio_s_per_s));
+  }
+  if (s.total.tokens > 0) {
+    absl::StrAppend(&out, absl::StrFormat("tokens: %d served, %.1f tokens/s\n", s.total.tokens, s.total.tokens_per_s));
+  }
+  if (r.pricing && r.cost) {
+    const Pricing& p = *r.pricing;
+    absl::StrAppend(&out, absl::StrFormat(
+        "cost (%s%.5g $/h x share %.3g%s): $%.6f for the window; $%.5f per 1k successful inferences",
+        p.preset.empty() ? std::string() : p.preset + ", ", p.hourly_usd, p.share(),
+        p.unverified ? ", UNVERIFIED price" : "", r.cost->dollars, r.cost->usd_per_1k_success));
+    if (r.cost->audio_seconds_per_dollar > 0) {
+      absl::StrAppend(&out, absl::StrFormat("; %.0f audio-seconds per $", r.cost->audio_seconds_per_dollar));
+    }
+    if (r.cost->tokens_per_dollar > 0) {
+      absl::StrAppend(&out, absl::StrFormat("; %.0f tokens per $", r.cost->tokens_per_dollar));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  if (r.server) {
+    const ServerMetrics& m = *r.server;
+    for (const ModelServerStats& st : m.model_stats) {
+      absl::StrAppend(&out, absl::StrFormat("server %s (ModelStatistics): %d rows in %d executions (%.2f rows each); "
+                                            "per row: queue %.2f ms, compute %.2f ms, server total %.2f ms\n",
+                                            st.model, st.inferences, st.executions, st.rows_per_execution,
+                                            st.queue_ms_mean, st.compute_ms_mean, st.server_ms_mean));
+    }
+    if (m.metrics_scraped) {
+      absl::StrAppend(&out, "server /metrics: queue ", OptMs(m.queue_ms_mean), ", compute ", OptMs(m.compute_ms_mean),
+                      ", request ", OptMs(m.server_latency_ms_mean), ", batch size ",
+                      m.batch_size_mean ? absl::StrFormat("%.2f", *m.batch_size_mean) : "not reported", "\n");
+      absl::StrAppend(&out, "server peak RSS: ",
+                      m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
+                                       : "not reported",
+                      "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
+                      ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
+                      " (sums over buckets)\n");
+      for (const auto& [model, v] : m.padding_efficiency) {
+        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f\n", model, v));
+      }
+    } else {
+      if (!m.metrics_error.empty()) absl::StrAppend(&out, "server /metrics: not read: ", m.metrics_error, "\n");
+      if (m.peak_rss_bytes) {
+        absl::StrAppend(&out, "server peak RSS: ", FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")\n");
+      }
+    }
+  }
+  absl::StrAppend(&out, FormatVerify(r.verify));
+  if (!r.sweep.empty()) {
+    absl::StrAppend(&out, "\nsweep over ", r.sweep.front().knob, ":\n",
+                    absl::StrFormat("%10s %9s %9s %8s %8s %8s  %s\n", r.sweep.front().knob, "req/s", "goodput/s",
+                                    "p50 ms", "p99 ms", "errors", "SLO"));
+    for (size_t i = 0; i < r.sweep.size(); ++i) {
+      const SweepStep& st = r.sweep[i];
+      const ThroughputStats& t = st.summary.total;
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8.1f %8.1f %8d  %s%s\n", st.level, t.req_per_s,
+                                            t.goodput_rps, t.latency.p50_ms, t.latency.p99_ms, t.errors,
+                                            st.pass ? "PASS" : "FAIL", r.sweep_best == i ? "  <- best" : ""));
+    }
+    if (r.sweep_best) {
+      absl::StrAppend(&out, absl::StrFormat("highest throughput meeting the SLO: %.2f req/s at %s %.4g\n",
+                                            r.sweep[*r.sweep_best].summary.total.req_per_s, r.sweep.front().knob,
+                                            r.sweep[*r.sweep_best].level));
+    } else {
+      absl::StrAppend(&out, "no sweep step met the SLO\n");
+    }
+  }
+  if (r.slo) {
+    absl::StrAppend(&out, "\nSLO:\n");
+    for (const Verdict& v : r.verdicts) absl::StrAppend(&out, "  ", FormatVerdict(v), "\n");
+    absl::StrAppend(&out, AllPass(r.verdicts) ? "SLO PASS\n" : "SLO FAIL\n");
+  }
+  return out;
+}
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,93 @@
+// The server's own view of a run: Triton's ModelStatistics over gRPC (per-request queue and compute time,
+// rows per graph execution) before and after the run, and the Prometheus /metrics page scraped before, during
+// (every interval, for the memory peak) and after. Series are looked up by pattern, not by exact name, and
+// whatever the server does not export is reported as absent, so this works with any /metrics or none.
+//   queue / compute / server latency: Δ_sum / Δ_count of the sluice_* histograms named *queue*_seconds,
+//     *compute*_seconds, *request*latency*_seconds (or *request*duration*_seconds)
+//   batch size: Δ_sum / Δ_count of a sluice_* histogram named *batch_size*
+//   peak RSS: a gauge named *peak*/max* with rss/resident_memory in it, else the largest
+//     process_resident_memory_bytes (or *resident_memory*/*rss*) seen, else VmHWM of --server-pid
+//   load / warm time: sums over every series of the gauges named *load_seconds* / *warm_seconds*
+//   padding efficiency: per model, gauges named *padding_efficiency*
+// Thread-safety: Begin() and End() from one thread; an internal thread scrapes between them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc_service.grpc.pb.h"
+#include "loadtest/prometheus_text.h"
+
+namespace sluice::loadtest {
+
+struct ModelServerStats {
+  std::string model;
+  int64_t inferences = 0, executions = 0;
+  double queue_ms_mean = 0, compute_ms_mean = 0, server_ms_mean = 0;  // per successful row
+  double rows_per_execution = 0;
+};
+
+struct ServerMetrics {
+  std::vector<ModelServerStats> model_stats;  // from gRPC ModelStatistics; empty when unavailable
+  bool metrics_scraped = false;
+  std::string metrics_error;  // why /metrics was not read (empty when it was, or when no URL was given)
+  std::optional<double> queue_ms_mean, compute_ms_mean, server_latency_ms_mean, batch_size_mean;
+  std::optional<double> peak_rss_bytes;
+  std::string peak_rss_source;
+  std::optional<double> load_seconds, warm_seconds;
+  std::map<std::string, double> padding_efficiency;  // by model label ("" when unlabelled)
+  std::map<std::string, double> cost_gauges;         // sluice_* series about dollars, as exported
+  std::vector<std::string> sluice_series;            // every sluice_* sample name seen
+};
+
+// Derives the /metrics part from two scrapes; `peak_rss_seen` is the largest RSS gauge seen in between.
+void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::optional<double> peak_rss_seen,
+                       ServerMetrics& out);
+
+class ServerMonitor {
+ public:
+  struct Options {
+    std::string metrics_url;  // empty: no scraping
+    double interval_s = 1.0;
+    int server_pid = 0;       // > 0: read the peak RSS (VmHWM) from /proc/<pid>/status as a fallback
+    std::vector<std::string> models;
+    std::string bearer_token;
+  };
+
+  // REQUIRES: `stub` outlives the monitor (may be null: no ModelStatistics).
+  ServerMonitor(Options options, inference::GRPCInferenceService::Stub* stub);
+  ~ServerMonitor();
+
+  void Begin();
+  ServerMetrics End();
+
+  ServerMonitor(const ServerMonitor&) = delete;
+  ServerMonitor& operator=(const ServerMonitor&) = delete;
+
+ private:
+  std::map<std::string, inference::ModelStatistics> FetchModelStatistics();
+  std::optional<PromScrape> Scrape(std::string* error);
+
+  const Options options_;
+  inference::GRPCInferenceService::Stub* const stub_;
+  std::map<std::string, inference::ModelStatistics> stats_before_;
+  std::optional<PromScrape> scrape_before_;
+  std::string scrape_error_;
+  std::thread thread_;
+
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<double> peak_rss_seen_ ABSL_GUARDED_BY(mu_);
+};
+
+// The largest value of any RSS gauge in one scrape (process_resident_memory_bytes and the like).
+std::optional<double> CurrentRss(const PromScrape& scrape);
+// VmHWM of a local process in bytes; nullopt when it cannot be read.
+std::optional<double> ProcPeakRss(int pid);
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,58 @@
+// Service-level objectives from a YAML file, the PASS/FAIL verdicts of a run against them, and the
+// per-request test that decides goodput. Every key is optional; unknown keys are errors naming file and line.
+//
+//   latency_ms: {p50: 100, p90: 200, p95: 300, p99: 500, max: 2000, mean: 150}  # successful requests
+//   max_error_rate: 0.01                # failed / measured requests (client drops count as failed)
+//   min_throughput_rps: 20              # successful requests per second
+//   min_goodput_rps: 15                 # requests meeting `request` per second
+//   min_audio_seconds_per_second: 50    # RTFx, speech models
+//   request: {latency_ms: 500, max_rtf: 0.25}  # per request: latency, and latency / audio duration (speech)
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loadtest/runner.h"
+#include "loadtest/summary.h"
+
+namespace sluice::loadtest {
+
+struct SloSpec {
+  std::map<std::string, double> latency_ms;  // "p50", "p90", "p95", "p99", "max", "mean"
+  std::optional<double> max_error_rate;
+  std::optional<double> min_throughput_rps;
+  std::optional<double> min_goodput_rps;
+  std::optional<double> min_audio_seconds_per_second;
+  std::optional<double> request_latency_ms;
+  std::optional<double> request_max_rtf;
+
+  bool empty() const;
+};
+
+absl::StatusOr<SloSpec> LoadSlo(const std::string& path);
+// `label` names the text in messages (as a file would be).
+absl::StatusOr<SloSpec> ParseSlo(const std::string& yaml_text, const std::string& label);
+
+// True when a successful request met every per-request objective. A request without audio (non-speech)
+// passes max_rtf.
+bool MeetsRequestSlo(const SloSpec& slo, const RequestRecord& record, double audio_seconds);
+
+struct Verdict {
+  std::string name;  // "p99 latency (ms)"
+  std::string op;    // "<=" or ">="
+  double threshold = 0;
+  double actual = 0;
+  bool pass = false;
+};
+
+std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary);
+bool AllPass(const std::vector<Verdict>& verdicts);
+// "PASS  p99 latency (ms)  123.4 <= 500"
+std::string FormatVerdict(const Verdict& v);
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,62 @@
+// The numbers of one run, computed from its request records: counts, errors by gRPC code, throughput
+// (requests, audio seconds and tokens per second of the measured window), latency percentiles of the
+// successful measured requests, goodput, and the same per model.
+// Definitions: the window runs from the first measured request's scheduled send to the last measured
+// request's end. error rate = failed measured requests (any non-OK code, client drops included) / measured
+// requests. goodput = measured requests that succeeded and met every per-request SLO / window seconds.
+// RTFx = audio seconds of successful requests / window seconds. Percentiles are nearest-rank.
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loadtest/runner.h"
+#include "loadtest/workload.h"
+
+namespace sluice::loadtest {
+
+struct LatencyStats {
+  int64_t count = 0;
+  double mean_ms = 0, min_ms = 0, p50_ms = 0, p90_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
+};
+
+// Nearest-rank percentile of sorted values (p in [0, 100]); 0 for an empty list.
+double Percentile(const std::vector<double>& sorted, double p);
+LatencyStats ComputeLatencyStats(std::vector<double> latencies_ms);
+
+struct ThroughputStats {
+  std::string model;  // empty for the whole run
+  int64_t requests = 0, ok = 0, errors = 0, good = 0;
+  std::map<std::string, int64_t> errors_by_code;
+  double error_rate = 0;
+  double req_per_s = 0, goodput_rps = 0;
+  double audio_seconds = 0, audio_s_per_s = 0;  // speech models only
+  int64_t tokens = 0;                           // text models only
+  double tokens_per_s = 0;
+  LatencyStats latency;
+};
+
+struct RunSummary {
+  std::string mode;  // "closed" or "open"
+  int concurrency = 0;
+  double rate = 0;
+  std::string arrival;
+  double burstiness = 1;
+  double window_s = 0;
+  double wall_s = 0;
+  double max_send_lag_ms = 0;
+  std::string stop_reason;
+  bool capped = false;
+  ThroughputStats total;
+  std::vector<ThroughputStats> per_model;  // one per workload model, in mix order
+};
+
+// `good` decides whether a successful request met every per-request SLO (null: every success is good).
+RunSummary Summarize(const RunResult& run, const Workload& workload, const std::string& arrival, double burstiness,
+                     const std::function<bool(const RequestRecord&, double audio_seconds)>& good);
+
+}  // namespace sluice::loadtest
