@@ -1,0 +1,75 @@
+#include "server/cost.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "backend/status_macros.h"
+
+namespace sluice {
+namespace {
+
+absl::StatusOr<CostConfig> ParsePrice(const YamlNode& node) {
+  CostConfig cost;
+  SLUICE_ASSIGN_OR_RETURN(YamlNode hourly, node.Required("hourly_usd"));
+  SLUICE_ASSIGN_OR_RETURN(cost.hourly_usd, hourly.AsDouble());
+  if (cost.hourly_usd <= 0) return hourly.Error("must be a positive price in USD per hour");
+  SLUICE_ASSIGN_OR_RETURN(YamlNode accelerators, node.Required("accelerators"));
+  SLUICE_ASSIGN_OR_RETURN(int64_t count, accelerators.AsInt());
+  if (count < 1) return accelerators.Error("must be at least 1");
+  cost.accelerators = static_cast<int>(count);
+  if (auto unit = node.Optional("unit")) {
+    SLUICE_ASSIGN_OR_RETURN(cost.unit, unit->AsString());
+  }
+  SLUICE_ASSIGN_OR_RETURN(YamlNode source, node.Required("source"));
+  SLUICE_ASSIGN_OR_RETURN(cost.source, source.AsString());
+  return cost;
+}
+
+}  // namespace
+
+absl::StatusOr<CostConfig> ParseCostConfig(const YamlNode& node, const std::string& config_dir) {
+  if (!node.Has("preset")) {
+    SLUICE_RETURN_IF_ERROR(node.CheckKeys({"hourly_usd", "accelerators", "unit", "source"}));
+    return ParsePrice(node);
+  }
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"preset", "pricing_file"}));
+  SLUICE_ASSIGN_OR_RETURN(YamlNode preset, node.Required("preset"));
+  SLUICE_ASSIGN_OR_RETURN(std::string name, preset.AsString());
+  SLUICE_ASSIGN_OR_RETURN(YamlNode file, node.Required("pricing_file"));
+  SLUICE_ASSIGN_OR_RETURN(std::string file_text, file.AsString());
+  std::filesystem::path path(file_text);
+  if (path.is_relative()) path = std::filesystem::path(config_dir) / path;
+  absl::StatusOr<YamlNode> pricing = YamlNode::LoadFile(path.lexically_normal().string());
+  if (!pricing.ok()) return file.Error(std::string(pricing.status().message()));
+  SLUICE_ASSIGN_OR_RETURN(YamlNode presets, pricing->Required("presets"));
+  std::optional<YamlNode> entry = presets.Optional(name);
+  if (!entry) return preset.Error(absl::StrCat("no preset '", name, "' in ", path.string()));
+  SLUICE_RETURN_IF_ERROR(entry->CheckKeys({"hourly_usd", "accelerators", "unit", "source"}));
+  SLUICE_ASSIGN_OR_RETURN(CostConfig cost, ParsePrice(*entry));
+  cost.preset = name;
+  return cost;
+}
+
+int AcceleratorsHeld(const ModelConfig& model) {
+  int held = 0;
+  for (const InstanceGroup& group : model.instances) {
+    switch (group.device) {
+      case DeviceKind::kNeuron: held += group.cores ? group.cores->size() : group.count; break;
+      case DeviceKind::kCuda: held += group.count; break;
+      case DeviceKind::kCpu: held += group.count * group.intra_op_threads; break;
+      case DeviceKind::kSim: held += group.count; break;
+    }
+  }
+  return held;
+}
+
+double CostMeter::Share(int held) const {
+  return std::min(1.0, static_cast<double>(held) / static_cast<double>(config_.accelerators));
+}
+
+double CostMeter::DollarsSoFar(int held, absl::Time now) const {
+  return config_.hourly_usd * Share(held) * absl::ToDoubleHours(std::max(absl::ZeroDuration(), now - start_));
+}
+
+}  // namespace sluice

@@ -1,0 +1,225 @@
+#include "server/server_metrics.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
+#include "server/process_stats.h"
+
+namespace sluice {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+const prometheus::Histogram::BucketBoundaries kSecondsBuckets = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30};
+
+template <typename T>
+std::vector<double> AsBoundaries(const std::vector<T>& values) {
+  return std::vector<double>(values.begin(), values.end());
+}
+
+}  // namespace
+
+const char* OutcomeName(RequestOutcome outcome) {
+  static constexpr const char* kNames[kNumOutcomes] = {"ok",       "invalid",   "rejected",
+                                                       "timeout",  "cancelled", "backend_error"};
+  return kNames[static_cast<int>(outcome)];
+}
+
+RequestOutcome OutcomeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk: return RequestOutcome::kOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnauthenticated: return RequestOutcome::kInvalid;
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kUnavailable: return RequestOutcome::kRejected;
+    case absl::StatusCode::kDeadlineExceeded: return RequestOutcome::kTimeout;
+    case absl::StatusCode::kCancelled: return RequestOutcome::kCancelled;
+    default: return RequestOutcome::kBackendError;
+  }
+}
+
+void ModelMetrics::RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length) {
+  const RequestOutcome outcome = OutcomeFor(status);
+  requests_[static_cast<int>(outcome)]->Increment();
+  if (outcome == RequestOutcome::kInvalid) return;  // never reached the model: no latency or length to record
+  latency_->Observe(absl::ToDoubleSeconds(latency));
+  input_length_->Observe(static_cast<double>(length));
+  if (outcome != RequestOutcome::kOk) return;
+  inferences_->Increment(static_cast<double>(rows));
+  ok_samples_->Increment(static_cast<double>(rows * length));
+  if (config_->kind == ModelKind::kSpeech) {
+    audio_seconds_->Increment(static_cast<double>(rows * length) / *config_->inputs.front().sample_rate);
+  }
+}
+
+void ModelMetrics::RecordRow(const InferResponse& response) {
+  queue_wait_->Observe(absl::ToDoubleSeconds(response.queue_time));
+}
+
+void ModelMetrics::RecordBatch(const BatchReport& report) {
+  const size_t bucket = std::lower_bound(bucket_lengths_.begin(), bucket_lengths_.end(), report.bucket_length) -
+                        bucket_lengths_.begin();
+  const double compute = absl::ToDoubleSeconds(report.compute);
+  compute_by_bucket_[bucket]->Observe(compute);
+  batches_by_bucket_[bucket]->Increment();
+  batch_size_->Observe(report.batch_size);
+  real_samples_->Increment(static_cast<double>(report.real_steps));
+  computed_samples_->Increment(static_cast<double>(report.batch_size) * static_cast<double>(report.bucket_length));
+  busy_seconds_[report.instance]->Increment(compute);
+}
+
+void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMeter* cost) {
+  queue_depth_->Set(static_cast<double>(scheduler_->QueueDepth()));
+  in_flight_->Set(static_cast<double>(scheduler_->InFlight()));
+  model_ready_->Set(ready_() ? 1 : 0);
+  for (size_t i = 0; i < busy_seconds_.size(); ++i) {
+    busy_ratio_[i]->Set(elapsed_seconds > 0 ? busy_seconds_[i]->Value() / elapsed_seconds : 0);
+  }
+  const double computed = computed_samples_->Value();
+  padding_efficiency_->Set(computed > 0 ? real_samples_->Value() / computed : 0);
+  if (cost == nullptr) return;
+  const double dollars = cost->DollarsSoFar(accelerators_held_, now);
+  cost_usd_->Set(dollars);
+  const double inferences = inferences_->Value();
+  dollars_per_1k_->Set(inferences > 0 ? dollars / (inferences / 1000.0) : 0);
+  if (audio_seconds_per_dollar_) audio_seconds_per_dollar_->Set(dollars > 0 ? audio_seconds_->Value() / dollars : 0);
+  if (tokens_per_dollar_) tokens_per_dollar_->Set(dollars > 0 ? ok_samples_->Value() / dollars : 0);
+}
+
+ServerMetrics::ServerMetrics(absl::Time start, std::optional<CostConfig> cost)
+    : start_(start), registry_(std::make_shared<prometheus::Registry>()) {
+  if (cost) cost_.emplace(*cost, start);
+  resident_bytes_ = &BuildGauge().Name("sluice_process_resident_memory_bytes").Help("Resident memory (VmRSS)")
+                         .Register(*registry_).Add({});
+  peak_resident_bytes_ = &BuildGauge().Name("sluice_process_peak_resident_memory_bytes")
+                              .Help("Peak resident memory since start (VmHWM)").Register(*registry_).Add({});
+  cpu_seconds_ = &BuildGauge().Name("sluice_process_cpu_seconds").Help("User + system CPU time since start")
+                      .Register(*registry_).Add({});
+  uptime_seconds_ = &BuildGauge().Name("sluice_uptime_seconds").Help("Seconds since the server process started")
+                         .Register(*registry_).Add({});
+  if (cost_) {
+    server_cost_usd_ = &BuildGauge().Name("sluice_server_cost_usd")
+                            .Help("USD spent so far on the accelerators all models hold (hourly price x share x hours)")
+                            .Register(*registry_).Add({{"preset", cost_->config().preset}});
+  }
+}
+
+ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
+                                      const Scheduler* scheduler, std::function<bool()> ready) {
+  auto m = std::unique_ptr<ModelMetrics>(new ModelMetrics());
+  m->config_ = &config;
+  m->scheduler_ = scheduler;
+  m->ready_ = std::move(ready);
+  m->accelerators_held_ = AcceleratorsHeld(config);
+  m->bucket_lengths_ = config.buckets.lengths;
+  prometheus::Registry& r = *registry_;
+  const prometheus::Labels model = {{"model", config.name}};
+  auto with = [&](std::string key, std::string value) {
+    prometheus::Labels labels = model;
+    labels[std::move(key)] = std::move(value);
+    return labels;
+  };
+  // prometheus-cpp returns the existing family when the name is registered again, so each model adds its series.
+  m->latency_ = &BuildHistogram().Name("sluice_request_latency_seconds")
+                     .Help("Request latency, arrival at the scheduler to answer (all rows)").Register(r)
+                     .Add(model, kSecondsBuckets);
+  m->queue_wait_ = &BuildHistogram().Name("sluice_queue_wait_seconds").Help("Time a row waited for its batch")
+                        .Register(r).Add(model, kSecondsBuckets);
+  m->batch_size_ = &BuildHistogram().Name("sluice_batch_size").Help("Compiled batch size of each executed batch")
+                        .Register(r).Add(model, AsBoundaries(config.buckets.batch_sizes));
+  m->input_length_ = &BuildHistogram().Name("sluice_request_input_length")
+                          .Help("Real input length of each request (samples or tokens); buckets = compiled lengths")
+                          .Register(r).Add(model, AsBoundaries(config.buckets.lengths));
+  auto& compute = BuildHistogram().Name("sluice_batch_compute_seconds").Help("Graph execution time per batch")
+                      .Register(r);
+  auto& batches = BuildCounter().Name("sluice_batch_executions_total").Help("Executed batches").Register(r);
+  for (int64_t length : config.buckets.lengths) {
+    m->compute_by_bucket_.push_back(&compute.Add(with("bucket", std::to_string(length)), kSecondsBuckets));
+    m->batches_by_bucket_.push_back(&batches.Add(with("bucket", std::to_string(length))));
+  }
+  auto& requests = BuildCounter().Name("sluice_requests_total").Help("Client requests by outcome").Register(r);
+  for (int o = 0; o < kNumOutcomes; ++o) {
+    m->requests_[o] = &requests.Add(with("outcome", OutcomeName(static_cast<RequestOutcome>(o))));
+  }
+  m->inferences_ = &BuildCounter().Name("sluice_inferences_total").Help("Successful inferences (rows)")
+                        .Register(r).Add(model);
+  m->real_samples_ = &BuildCounter().Name("sluice_real_samples_total")
+                          .Help("Real (unpadded) input steps executed: audio samples or tokens").Register(r).Add(model);
+  m->computed_samples_ = &BuildCounter().Name("sluice_computed_samples_total")
+                              .Help("Input steps computed: batch size x bucket length, padding and dummy rows included")
+                              .Register(r).Add(model);
+  m->ok_samples_ = &BuildCounter().Name("sluice_successful_samples_total")
+                        .Help("Real input steps of successful requests: audio samples or tokens").Register(r).Add(model);
+  m->audio_seconds_ = &BuildCounter().Name("sluice_audio_seconds_total")
+                           .Help("Audio seconds of successful requests (speech models)").Register(r).Add(model);
+  auto& busy = BuildCounter().Name("sluice_instance_busy_seconds_total").Help("Seconds each instance ran graphs")
+                   .Register(r);
+  auto& busy_ratio = BuildGauge().Name("sluice_instance_busy_ratio")
+                         .Help("Busy seconds / seconds since start, per instance").Register(r);
+  for (size_t i = 0; i < instances.size(); ++i) {
+    m->busy_seconds_.push_back(&busy.Add(with("instance", std::to_string(i))));
+    m->busy_ratio_.push_back(&busy_ratio.Add(with("instance", std::to_string(i))));
+  }
+  m->queue_depth_ = &BuildGauge().Name("sluice_queue_depth").Help("Requests waiting in queues").Register(r).Add(model);
+  m->in_flight_ = &BuildGauge().Name("sluice_in_flight").Help("Accepted requests not yet answered")
+                       .Register(r).Add(model);
+  m->model_ready_ = &BuildGauge().Name("sluice_model_ready").Help("1 when the model is loaded, warmed and serving")
+                         .Register(r).Add(model);
+  m->padding_efficiency_ = &BuildGauge().Name("sluice_padding_efficiency")
+                                .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);
+  auto& load = BuildGauge().Name("sluice_bucket_load_seconds").Help("Graph load time per bucket (slowest instance)")
+                   .Register(r);
+  auto& warm = BuildGauge().Name("sluice_bucket_warm_seconds").Help("Warm-up time per bucket (slowest instance)")
+                   .Register(r);
+  for (const Backend* instance : instances) {
+    for (const BucketLoadStats& s : instance->load_stats()) {
+      prometheus::Labels labels = with("bucket", std::to_string(s.length));
+      labels["batch_size"] = std::to_string(s.batch_size);
+      prometheus::Gauge& l = load.Add(labels);
+      prometheus::Gauge& w = warm.Add(labels);
+      l.Set(std::max(l.Value(), s.load_seconds));
+      w.Set(std::max(w.Value(), s.warm_seconds));
+    }
+  }
+  if (cost_) {
+    m->cost_usd_ = &BuildGauge().Name("sluice_cost_usd").Help("USD spent so far on the accelerators this model holds")
+                        .Register(r).Add(model);
+    m->dollars_per_1k_ = &BuildGauge().Name("sluice_dollars_per_1k_inferences")
+                              .Help("sluice_cost_usd / (successful inferences / 1000)").Register(r).Add(model);
+    if (config.kind == ModelKind::kSpeech) {
+      m->audio_seconds_per_dollar_ = &BuildGauge().Name("sluice_audio_seconds_per_dollar")
+                                          .Help("Audio seconds of successful requests / sluice_cost_usd")
+                                          .Register(r).Add(model);
+    }
+    if (config.kind == ModelKind::kText) {
+      m->tokens_per_dollar_ = &BuildGauge().Name("sluice_tokens_per_dollar")
+                                   .Help("Tokens of successful requests / sluice_cost_usd").Register(r).Add(model);
+    }
+  }
+  models_.push_back(std::move(m));
+  return models_.back().get();
+}
+
+std::string ServerMetrics::Render(absl::Time now) {
+  const double elapsed = absl::ToDoubleSeconds(now - start_);
+  double total_cost = 0;
+  for (auto& m : models_) {
+    m->Refresh(now, elapsed, cost_ ? &*cost_ : nullptr);
+    if (cost_) total_cost += cost_->DollarsSoFar(m->accelerators_held_, now);
+  }
+  if (server_cost_usd_) server_cost_usd_->Set(total_cost);
+  const ProcessStats process = ReadProcessStats();
+  resident_bytes_->Set(static_cast<double>(process.resident_bytes));
+  peak_resident_bytes_->Set(static_cast<double>(process.peak_resident_bytes));
+  cpu_seconds_->Set(process.cpu_seconds);
+  uptime_seconds_->Set(elapsed);
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace sluice

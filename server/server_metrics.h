@@ -1,0 +1,108 @@
+// sluice's Prometheus metrics (prometheus-cpp), rendered in the text format at /metrics on the HTTP port.
+// Every name starts with sluice_; labels are `model` and, where bounded by the config, `bucket`/`batch_size`/
+// `instance`. Histograms (not summaries) so that replicas aggregate. Cost gauges appear when the server config
+// has `cost:`; their definitions are in server/cost.h and README "Cost metrics".
+//
+// Recording paths: ModelMetrics::RecordRequest once per client request (its outcome), RecordRow once per row
+// that ran, RecordBatch from the scheduler's BatchObserver. Gauges that mirror live state (queue depth,
+// in-flight, readiness, busy ratio, padding efficiency, cost, process) are computed at Render().
+// Thread-safety: every method is safe from any thread (prometheus-cpp metrics are thread-safe).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "backend/backend.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "scheduler/dynamic_batcher.h"
+#include "server/cost.h"
+
+namespace sluice {
+
+enum class RequestOutcome { kOk, kInvalid, kRejected, kTimeout, kCancelled, kBackendError };
+inline constexpr int kNumOutcomes = 6;
+const char* OutcomeName(RequestOutcome outcome);
+// ok / invalid (bad input, unknown version) / rejected (queue full, draining) / timeout / cancelled / backend_error.
+RequestOutcome OutcomeFor(const absl::Status& status);
+
+class ServerMetrics;
+
+class ModelMetrics {
+ public:
+  // One client request (all its rows) has been answered. `length` is its real length along the variable axis.
+  void RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length);
+  // A row that was queued has been answered (its queue wait).
+  void RecordRow(const InferResponse& response);
+  void RecordBatch(const BatchReport& report);
+
+ private:
+  friend class ServerMetrics;
+  ModelMetrics() = default;
+  void Refresh(absl::Time now, double elapsed_seconds, const CostMeter* cost);
+
+  const ModelConfig* config_ = nullptr;
+  const Scheduler* scheduler_ = nullptr;
+  std::function<bool()> ready_;
+  int accelerators_held_ = 0;
+  std::vector<int64_t> bucket_lengths_;
+
+  prometheus::Histogram* latency_ = nullptr;
+  prometheus::Histogram* queue_wait_ = nullptr;
+  prometheus::Histogram* batch_size_ = nullptr;
+  prometheus::Histogram* input_length_ = nullptr;
+  std::vector<prometheus::Histogram*> compute_by_bucket_;
+  std::vector<prometheus::Counter*> batches_by_bucket_;
+  prometheus::Counter* requests_[kNumOutcomes] = {};
+  prometheus::Counter* inferences_ = nullptr;
+  prometheus::Counter* real_samples_ = nullptr;
+  prometheus::Counter* computed_samples_ = nullptr;
+  prometheus::Counter* ok_samples_ = nullptr;
+  prometheus::Counter* audio_seconds_ = nullptr;
+  std::vector<prometheus::Counter*> busy_seconds_;  // per instance
+  std::vector<prometheus::Gauge*> busy_ratio_;
+  prometheus::Gauge* queue_depth_ = nullptr;
+  prometheus::Gauge* in_flight_ = nullptr;
+  prometheus::Gauge* model_ready_ = nullptr;
+  prometheus::Gauge* padding_efficiency_ = nullptr;
+  prometheus::Gauge* cost_usd_ = nullptr;
+  prometheus::Gauge* audio_seconds_per_dollar_ = nullptr;
+  prometheus::Gauge* dollars_per_1k_ = nullptr;
+  prometheus::Gauge* tokens_per_dollar_ = nullptr;
+};
+
+class ServerMetrics {
+ public:
+  // `start` is when the server process started (cost accrues from then); `cost` is optional.
+  ServerMetrics(absl::Time start, std::optional<CostConfig> cost);
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // REQUIRES: before serving. `scheduler` and `config` must outlive this object; `instances` gives the
+  // per-bucket load/warm times; `ready` reports whether the model serves.
+  ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
+                         const Scheduler* scheduler, std::function<bool()> ready);
+
+  // The text exposition format, gauges refreshed as of `now`.
+  std::string Render(absl::Time now);
+
+ private:
+  const absl::Time start_;
+  std::optional<CostMeter> cost_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::vector<std::unique_ptr<ModelMetrics>> models_;
+  prometheus::Gauge* resident_bytes_ = nullptr;
+  prometheus::Gauge* peak_resident_bytes_ = nullptr;
+  prometheus::Gauge* cpu_seconds_ = nullptr;
+  prometheus::Gauge* uptime_seconds_ = nullptr;
+  prometheus::Gauge* server_cost_usd_ = nullptr;
+};
+
+}  // namespace sluice
