@@ -14,8 +14,8 @@ PACKAGES=(
   prometheus-cpp-dev libtbb-dev libyaml-cpp-dev libspdlog-dev libcli11-dev rapidjson-dev libcpp-httplib-dev
   # tests
   libgtest-dev libgmock-dev
-  # front-end tests: TLS certificates generated with the openssl CLI
-  openssl
+  # front-end tests: TLS certificates generated with the openssl CLI; a venv for PyPI's tritonclient/perf_analyzer
+  openssl python3-venv
 )
 
 missing=()

@@ -193,8 +193,8 @@ void FillModelStatistics(const ModelConfig& model, const ModelStatsSnapshot& sta
   FillDuration(stats.fail, infer->mutable_fail());
   FillDuration(stats.queue, infer->mutable_queue());
   FillDuration(stats.compute_infer, infer->mutable_compute_infer());
-  infer->mutable_compute_input();
-  infer->mutable_compute_output();
+  FillDuration(stats.compute_input, infer->mutable_compute_input());
+  FillDuration(stats.compute_output, infer->mutable_compute_output());
   for (const auto& [batch_size, batch] : stats.batch) {
     auto* b = out.add_batch_stats();
     b->set_batch_size(batch_size);
@@ -206,6 +206,8 @@ void FillModelStatistics(const ModelConfig& model, const ModelStatsSnapshot& sta
                                             static_cast<double>(batch.compute_infer.count) * batch.executions);
     }
     FillDuration(executions, b->mutable_compute_infer());
+    FillDuration(DurationStat{executions.count, 0}, b->mutable_compute_input());
+    FillDuration(DurationStat{executions.count, 0}, b->mutable_compute_output());
   }
 }
 

@@ -335,9 +335,9 @@ std::string ModelStatsJson(const std::vector<std::pair<const ModelConfig*, Model
     WriteDuration(w, "success", stats.success);
     WriteDuration(w, "fail", stats.fail);
     WriteDuration(w, "queue", stats.queue);
-    WriteDuration(w, "compute_input", DurationStat{});
+    WriteDuration(w, "compute_input", stats.compute_input);
     WriteDuration(w, "compute_infer", stats.compute_infer);
-    WriteDuration(w, "compute_output", DurationStat{});
+    WriteDuration(w, "compute_output", stats.compute_output);
     w.EndObject();
     w.Key("batch_stats");
     w.StartArray();
@@ -351,9 +351,9 @@ std::string ModelStatsJson(const std::vector<std::pair<const ModelConfig*, Model
         executions.ns = static_cast<uint64_t>(static_cast<double>(batch.compute_infer.ns) /
                                               static_cast<double>(batch.compute_infer.count) * batch.executions);
       }
-      WriteDuration(w, "compute_input", DurationStat{});
+      WriteDuration(w, "compute_input", DurationStat{executions.count, 0});
       WriteDuration(w, "compute_infer", executions);
-      WriteDuration(w, "compute_output", DurationStat{});
+      WriteDuration(w, "compute_output", DurationStat{executions.count, 0});
       w.EndObject();
     }
     w.EndArray();

@@ -2,6 +2,9 @@
 
 #include <future>
 
+// Debian's cpp-httplib 0.11 listens with a backlog of 5 by default: bursts of connects (load tests, Triton's
+// perf_analyzer at high concurrency) would see SYNs dropped and retried a second later.
+#define CPPHTTPLIB_LISTEN_BACKLOG 512
 #include <httplib.h>
 
 #include "absl/strings/match.h"
@@ -140,6 +143,9 @@ absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServic
     }
   }
   server.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+  // httplib writes a response's headers and body separately: without TCP_NODELAY, Nagle holds the body until
+  // the client's delayed ACK (~40 ms per request on Linux).
+  server.set_tcp_nodelay(true);
   server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   const std::string token = options.bearer_token;
   server.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {

@@ -151,6 +151,14 @@ TEST_F(GrpcFrontendTest, ModelConfigAndStatistics) {
   EXPECT_GE(stats.model_stats(0).inference_count(), 1u);
   EXPECT_GE(stats.model_stats(0).inference_stats().success().count(), 1u);
   EXPECT_GE(stats.model_stats(0).batch_stats_size(), 1);
+  // Triton's perf_analyzer refuses statistics whose compute input/infer/output counts differ.
+  const auto& infer_stats = stats.model_stats(0).inference_stats();
+  EXPECT_EQ(infer_stats.compute_input().count(), infer_stats.compute_infer().count());
+  EXPECT_EQ(infer_stats.compute_output().count(), infer_stats.compute_infer().count());
+  for (const auto& batch : stats.model_stats(0).batch_stats()) {
+    EXPECT_EQ(batch.compute_input().count(), batch.compute_infer().count());
+    EXPECT_EQ(batch.compute_output().count(), batch.compute_infer().count());
+  }
 }
 
 TEST_F(GrpcFrontendTest, BothModelsMatchReferenceTypedAndRaw) {
