@@ -36,6 +36,7 @@ struct BucketLoadStats {
   int64_t length = 0;
   double load_seconds = 0;  // read + deserialize (+ device placement)
   double warm_seconds = 0;  // first executions, until the graph runs at steady state
+  double steady_seconds = 0;  // the last warm-up execution alone: a first estimate of steady compute time
 };
 
 struct InstanceOptions {

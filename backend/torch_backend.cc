@@ -95,8 +95,10 @@ class TorchBackend final : public Backend {
     }
     const auto warm_start = Clock::now();
     for (int i = 0; i < warmup_runs; ++i) {
+      const auto run_start = Clock::now();
       absl::StatusOr<BatchResult> result = Execute(FullZeroBatch(batch_size, length));
       if (!result.ok()) return result.status();
+      stats.steady_seconds = SecondsSince(run_start);
     }
     stats.warm_seconds = SecondsSince(warm_start);
     stats_.push_back(stats);

@@ -196,6 +196,27 @@ TEST_F(DynamicBatcherTest, ReportsEveryBatchAndTheQueueDepth) {
   EXPECT_TRUE(reports[0].ok);
 }
 
+TEST_F(DynamicBatcherTest, CapsBatchesAtTheSizeWithTheBestMeasuredThroughput) {
+  Start();
+  // Per row: size 1 -> 5 ms, size 2 -> 3 ms, size 4 -> 10 ms (as long buckets behave on a CPU).
+  backend().SetComputeForBatchSize(2, absl::Milliseconds(6));
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(40));
+  for (int n : {1, 2, 4}) {  // one batch of each size measures it
+    std::vector<std::shared_ptr<PendingAnswer>> warm;
+    for (int i = 0; i < n; ++i) warm.push_back(Submit(*scheduler_, 50));
+    clock_.Advance(absl::Milliseconds(10));
+    for (auto& a : warm) ASSERT_TRUE(WaitDone(a));
+  }
+  ASSERT_EQ(backend().executed_count(), 3u);
+  EXPECT_EQ(backend().executed()[2].batch_size, 4);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int i = 0; i < 4; ++i) answers.push_back(Submit(*scheduler_, 50));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));  // no clock advance: size 2 counts as full
+  ASSERT_EQ(backend().executed_count(), 5u);
+  EXPECT_EQ(backend().executed()[3].batch_size, 2);
+  EXPECT_EQ(backend().executed()[4].batch_size, 2);
+}
+
 TEST_F(DynamicBatcherTest, PrefersAnExactCompiledSizeWhenTheRestCanWait) {
   Start();
   auto a = Submit(*scheduler_, 10);

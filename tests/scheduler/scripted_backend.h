@@ -3,6 +3,7 @@
 // (every element of row r's real part equals row r's real length).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -36,7 +37,7 @@ class ScriptedBackend final : public Backend {
         return absl::InternalError("scripted backend failure");
       }
     }
-    if (clock_) clock_->Advance(compute_);
+    if (clock_) clock_->Advance(ComputeFor(batch.batch_size));
     return sim_->Execute(batch);
   }
 
@@ -51,6 +52,11 @@ class ScriptedBackend final : public Backend {
     MutexLock lock(&mu_);
     held_ = false;
     released_.SignalAll();
+  }
+  // Makes batches of this compiled size take `compute` instead of the default.
+  void SetComputeForBatchSize(int batch_size, absl::Duration compute) {
+    MutexLock lock(&mu_);
+    compute_by_size_[batch_size] = compute;
   }
   void FailNext() {
     MutexLock lock(&mu_);
@@ -68,7 +74,14 @@ class ScriptedBackend final : public Backend {
  private:
   FakeClock* clock_;
   const absl::Duration compute_;
+  absl::Duration ComputeFor(int batch_size) {
+    MutexLock lock(&mu_);
+    auto it = compute_by_size_.find(batch_size);
+    return it == compute_by_size_.end() ? compute_ : it->second;
+  }
+
   std::unique_ptr<Backend> sim_;
+  std::map<int, absl::Duration> compute_by_size_ ABSL_GUARDED_BY(mu_);
   mutable Mutex mu_;
   CondVar released_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
