@@ -20,16 +20,19 @@ namespace sluice::testing {
 
 class ServerProcess {
  public:
-  // `extra_yaml` is appended to the config; `models` limits the repository (empty: every example model).
-  explicit ServerProcess(const std::string& extra_yaml = "", const std::vector<std::string>& models = {}) {
+  // `extra_yaml` is appended to the config; `models` limits the repository (empty: every model in it);
+  // `source_repository` is where models come from (default: the exported example models).
+  explicit ServerProcess(const std::string& extra_yaml = "", const std::vector<std::string>& models = {},
+                         const std::string& source_repository = SLUICE_MODELS_DIR) {
     dir_ = std::filesystem::temp_directory_path() /
            ("sluice_fe_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    std::filesystem::remove_all(dir_);  // left by an earlier run whose pid this one reuses
     std::filesystem::create_directories(dir_ / "models");
-    std::string repository = SLUICE_MODELS_DIR;
+    std::string repository = source_repository;
     if (!models.empty()) {
       repository = (dir_ / "models").string();
       for (const std::string& m : models) {
-        std::filesystem::create_directory_symlink(std::filesystem::path(SLUICE_MODELS_DIR) / m, dir_ / "models" / m);
+        std::filesystem::create_directory_symlink(std::filesystem::path(source_repository) / m, dir_ / "models" / m);
       }
     }
     std::ofstream(dir_ / "server.yaml") << "grpc: {address: 127.0.0.1:0}\nhttp: {address: 127.0.0.1:0}\n"

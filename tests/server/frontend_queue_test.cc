@@ -1,0 +1,247 @@
+// Queue policy through the front ends of the real sluice-server, on a sim-backed model this test writes (no graph
+// files; every batch takes kBatchMs, one instance, batch size 1, max_queue_size 2): a full queue answers
+// RESOURCE_EXHAUSTED over gRPC and 429 + Retry-After over HTTP; a gRPC deadline on a long queue ends in
+// DEADLINE_EXCEEDED and the request never runs (its queue slot is freed at once); Triton's `timeout` parameter
+// expires a queued request server-side (gRPC and HTTP); a cancelled gRPC call withdraws its queued request; SIGTERM
+// drains over gRPC (health NOT_SERVING, ServerReady false, new calls UNAVAILABLE, accepted calls answered, exit 0).
+// Timelines leave hundreds of milliseconds between the steps they rely on, so a busy machine does not change them.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <future>
+#include <optional>
+
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+#include "tests/server/server_process.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using std::chrono::milliseconds;
+
+constexpr int kBatchMs = 1000;  // how long the sim instance takes for every batch
+
+// <tmp>/sluice_queue_repo_<pid>/slow/config.yaml: one sim instance, one bucket, batch size 1, a queue of 2.
+std::string WriteSimRepository() {
+  const auto dir = std::filesystem::temp_directory_path() / ("sluice_queue_repo_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "slow");
+  std::ofstream(dir / "slow" / "config.yaml")
+      << "name: slow\nkind: generic\n"
+      << "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
+      << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
+      << "buckets: {lengths: [16], batch_sizes: [1]}\n"
+      << "batching: {max_queue_delay_ms: 0, max_queue_size: 2}\n"
+      << "instances: [{count: 1, device: sim}]\n"
+      << "sim: {base_ms: " << kBatchMs << ", per_sample_us: 0}\n";
+  return dir.string();
+}
+
+ModelInferRequest SlowRequest(std::optional<int64_t> timeout_us = std::nullopt) {
+  ModelInferRequest request;
+  request.set_model_name("slow");
+  auto* input = request.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(4);
+  request.add_raw_input_contents(std::string(16, '\0'));
+  if (timeout_us) (*request.mutable_parameters())["timeout"].set_int64_param(*timeout_us);
+  return request;
+}
+
+// One ModelInfer on its own thread; the context stays reachable so the test can cancel the call.
+struct Call {
+  grpc::ClientContext context;
+  ModelInferRequest request;
+  ModelInferResponse response;
+  std::future<grpc::Status> status;
+};
+
+std::unique_ptr<Call> StartCall(inference::GRPCInferenceService::Stub* stub, ModelInferRequest request,
+                                milliseconds deadline = milliseconds(60000)) {
+  auto call = std::make_unique<Call>();
+  call->request = std::move(request);
+  call->context.set_deadline(std::chrono::system_clock::now() + deadline);
+  Call* c = call.get();
+  c->status = std::async(std::launch::async, [stub, c] { return stub->ModelInfer(&c->context, c->request, &c->response); });
+  return call;
+}
+
+struct Counts {
+  uint64_t succeeded = 0, failed = 0;
+};
+
+class FrontendQueueTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repository_ = new std::string(WriteSimRepository());
+    server_ = new testing::ServerProcess("", {}, *repository_);
+    ASSERT_TRUE(server_->ready()) << server_->Log();
+    stub_ = inference::GRPCInferenceService::NewStub(
+                grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()))
+                .release();
+  }
+  static void TearDownTestSuite() {
+    delete stub_;
+    delete server_;
+    delete repository_;
+  }
+
+  static Counts Stats() {
+    grpc::ClientContext context;
+    inference::ModelStatisticsRequest request;
+    request.set_name("slow");
+    inference::ModelStatisticsResponse response;
+    EXPECT_TRUE(stub_->ModelStatistics(&context, request, &response).ok());
+    if (response.model_stats_size() != 1) return {};
+    return {response.model_stats(0).inference_count(), response.model_stats(0).inference_stats().fail().count()};
+  }
+
+  // Starts one call that occupies the instance, then `queued` calls that fill the queue behind it.
+  static std::vector<std::unique_ptr<Call>> Occupy(int queued, std::optional<milliseconds> first_queued_deadline = {}) {
+    std::vector<std::unique_ptr<Call>> calls;
+    calls.push_back(StartCall(stub_, SlowRequest()));
+    std::this_thread::sleep_for(milliseconds(150));  // taken off the queue by the instance
+    for (int i = 0; i < queued; ++i) {
+      calls.push_back(i == 0 && first_queued_deadline ? StartCall(stub_, SlowRequest(), *first_queued_deadline)
+                                                      : StartCall(stub_, SlowRequest()));
+    }
+    std::this_thread::sleep_for(milliseconds(150));  // queued
+    return calls;
+  }
+
+  static inline std::string* repository_ = nullptr;
+  static inline testing::ServerProcess* server_ = nullptr;
+  static inline inference::GRPCInferenceService::Stub* stub_ = nullptr;
+};
+
+TEST_F(FrontendQueueTest, FullQueueIsResourceExhaustedOverGrpcAnd429OverHttp) {
+  std::vector<std::unique_ptr<Call>> calls = Occupy(2);  // 1 running + 2 queued = max_queue_size reached
+  ModelInferResponse response;
+  grpc::ClientContext context;
+  grpc::Status refused = stub_->ModelInfer(&context, SlowRequest(), &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("queue is full (max_queue_size 2)"));
+
+  httplib::Client client("127.0.0.1", server_->http_port());
+  client.set_read_timeout(30, 0);
+  auto res = client.Post("/v2/models/slow/infer",
+                         R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[0.5,0.25]}]})",
+                         "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  EXPECT_THAT(res->body, HasSubstr(R"j({"error":"model slow queue is full (max_queue_size 2)"})j"));
+  for (auto& call : calls) EXPECT_TRUE(call->status.get().ok());  // everything accepted is answered
+}
+
+TEST_F(FrontendQueueTest, GrpcDeadlineBecomesTheRequestDeadline) {
+  const Counts before = Stats();
+  // t=0: A runs until t=1000. t=150: B (deadline 300 ms) and C queue; the queue is full.
+  std::vector<std::unique_ptr<Call>> calls = Occupy(2, milliseconds(300));
+  grpc::Status expired = calls[1]->status.get();  // t≈450
+  EXPECT_EQ(expired.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << expired.error_message();
+  // B left the queue when its deadline passed: a new call is accepted while A still runs (t≈550 < 1000).
+  std::this_thread::sleep_for(milliseconds(100));
+  calls.push_back(StartCall(stub_, SlowRequest()));
+  for (size_t i : {0, 2, 3}) {
+    grpc::Status status = calls[i]->status.get();
+    EXPECT_TRUE(status.ok()) << "call " << i << ": " << status.error_message();
+  }
+  const Counts after = Stats();
+  EXPECT_EQ(after.succeeded - before.succeeded, 3u);  // B never ran
+  EXPECT_EQ(after.failed - before.failed, 1u);
+}
+
+TEST_F(FrontendQueueTest, TimeoutParameterExpiresQueuedRequestsServerSide) {
+  std::vector<std::unique_ptr<Call>> calls = Occupy(0);
+  // No client deadline: DEADLINE_EXCEEDED can only come from the server's scheduler.
+  calls.push_back(StartCall(stub_, SlowRequest(/*timeout_us=*/300000)));
+  auto http = std::async(std::launch::async, [] {
+    httplib::Client client("127.0.0.1", server_->http_port());
+    client.set_read_timeout(30, 0);
+    return client.Post("/v2/models/slow/infer",
+                       R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,2]}],)"
+                       R"("parameters":{"timeout":300000}})",
+                       "application/json");
+  });
+  grpc::Status expired = calls[1]->status.get();
+  EXPECT_EQ(expired.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << expired.error_message();
+  EXPECT_THAT(expired.error_message(), HasSubstr("deadline passed while queued"));
+  auto res = http.get();
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 504);
+  EXPECT_THAT(res->body, HasSubstr("deadline passed while queued"));
+  EXPECT_TRUE(calls[0]->status.get().ok());
+}
+
+TEST_F(FrontendQueueTest, CancelledGrpcCallWithdrawsItsQueuedRequest) {
+  const Counts before = Stats();
+  // t=0: A runs until t=1000. t=150: B and C queue; the queue is full. t=300: B is cancelled.
+  std::vector<std::unique_ptr<Call>> calls = Occupy(2);
+  calls[1]->context.TryCancel();
+  EXPECT_EQ(calls[1]->status.get().error_code(), grpc::StatusCode::CANCELLED);
+  // The server withdrew B: a new call is accepted while A still runs (t≈450 < 1000).
+  std::this_thread::sleep_for(milliseconds(150));
+  calls.push_back(StartCall(stub_, SlowRequest()));
+  for (size_t i : {0, 2, 3}) {
+    grpc::Status status = calls[i]->status.get();
+    EXPECT_TRUE(status.ok()) << "call " << i << ": " << status.error_message();
+  }
+  const Counts after = Stats();
+  EXPECT_EQ(after.succeeded - before.succeeded, 3u);  // B never ran
+  EXPECT_EQ(after.failed - before.failed, 1u);
+}
+
+TEST(FrontendDrainTest, SigtermDrainsOverGrpc) {
+  const std::string repository = WriteSimRepository();
+  testing::ServerProcess server("drain_grace_seconds: 30\n", {}, repository);
+  ASSERT_TRUE(server.ready()) << server.Log();
+  auto channel = grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  std::vector<std::unique_ptr<Call>> calls;
+  calls.push_back(StartCall(stub.get(), SlowRequest()));
+  std::this_thread::sleep_for(milliseconds(150));
+  calls.push_back(StartCall(stub.get(), SlowRequest()));
+  calls.push_back(StartCall(stub.get(), SlowRequest()));
+  std::this_thread::sleep_for(milliseconds(150));  // 1 running + 2 queued: 3 accepted
+  server.Signal(SIGTERM);
+
+  // Not ready at once (the drain takes ~3 s: three 1-s batches).
+  grpc::health::v1::HealthCheckResponse status;
+  for (int i = 0; i < 100; ++i) {
+    grpc::ClientContext context;
+    ASSERT_TRUE(health->Check(&context, {}, &status).ok());
+    if (status.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  grpc::ClientContext ready_context;
+  inference::ServerReadyResponse ready;
+  ASSERT_TRUE(stub->ServerReady(&ready_context, {}, &ready).ok());
+  EXPECT_FALSE(ready.ready());
+  grpc::ClientContext late_context;
+  ModelInferResponse late;
+  grpc::Status refused = stub->ModelInfer(&late_context, SlowRequest(), &late);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("draining"));
+
+  for (auto& call : calls) {
+    grpc::Status s = call->status.get();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(call->response.outputs_size(), 1);
+  }
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("draining 3 accepted request(s)"));
+  EXPECT_THAT(server.Log(), HasSubstr("drain complete"));
+}
+
+}  // namespace
+}  // namespace sluice
