@@ -14,6 +14,8 @@ PACKAGES=(
   prometheus-cpp-dev libtbb-dev libyaml-cpp-dev libspdlog-dev libcli11-dev rapidjson-dev libcpp-httplib-dev
   # tests
   libgtest-dev libgmock-dev
+  # promtool (checks the /metrics output in tests)
+  prometheus
   # front-end tests: TLS certificates generated with the openssl CLI; a venv for PyPI's tritonclient/perf_analyzer
   openssl python3-venv
 )

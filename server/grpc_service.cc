@@ -40,7 +40,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
           EncodeInferResponse(model_->config(), *request_, selected, *std::move(outputs), raw, *response_);
           Finish(grpc::Status::OK);
         });
-    if (!pending.ok()) return Fail(pending.status());
+    if (!pending.ok()) return Finish(ToGrpcStatus(pending.status()));  // Submit counted the refusal
     {
       absl::MutexLock lock(&mu_);
       pending_ = *pending;
@@ -60,8 +60,9 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
+  // Refused before Submit: counted here, once.
   void Fail(const absl::Status& status) {
-    model_->stats().RecordRejected(absl::ZeroDuration());
+    model_->RecordRefused(status);
     Finish(ToGrpcStatus(status));
   }
 

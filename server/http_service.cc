@@ -1,10 +1,9 @@
 #include "server/http_service.h"
 
+#include <sys/socket.h>
+
 #include <future>
 
-// Debian's cpp-httplib 0.11 listens with a backlog of 5 by default: bursts of connects (load tests, Triton's
-// perf_analyzer at high concurrency) would see SYNs dropped and retried a second later.
-#define CPPHTTPLIB_LISTEN_BACKLOG 512
 #include <httplib.h>
 
 #include "absl/strings/match.h"
@@ -17,6 +16,9 @@ namespace sluice {
 namespace {
 
 constexpr char kJson[] = "application/json";
+// Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of connects (a load test,
+// perf_analyzer, a drain test) overflows it and the kernel drops SYNs, which clients retry only after 1 s.
+constexpr int kListenBacklog = 512;
 
 void SendError(httplib::Response& res, const absl::Status& status) {
   res.status = HttpStatusFor(status);
@@ -32,23 +34,28 @@ absl::StatusOr<ServedModel*> FindModel(ModelHub& hub, const httplib::Request& re
 void Infer(ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
   absl::StatusOr<ServedModel*> model = FindModel(hub, req);
   if (!model.ok()) return SendError(res, model.status());
-  if (hub.draining()) return SendError(res, absl::UnavailableError("server is draining; not accepting requests"));
+  // Refused before Submit: counted once for the model, then answered.
+  auto refuse = [&](const absl::Status& status) {
+    (*model)->RecordRefused(status);
+    SendError(res, status);
+  };
+  if (hub.draining()) return refuse(absl::UnavailableError("server is draining; not accepting requests"));
   std::optional<size_t> header_length;
   if (req.has_header("Inference-Header-Content-Length")) {
     const std::string text = req.get_header_value("Inference-Header-Content-Length");
     char* end = nullptr;
     const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') {
-      return SendError(res, absl::InvalidArgumentError("Inference-Header-Content-Length is not a number"));
+      return refuse(absl::InvalidArgumentError("Inference-Header-Content-Length is not a number"));
     }
     header_length = value;
   }
   absl::StatusOr<HttpInferRequest> request = DecodeHttpInfer(req.body, header_length, absl::Now());
-  if (!request.ok()) return SendError(res, request.status());
+  if (!request.ok()) return refuse(request.status());
   absl::StatusOr<std::vector<size_t>> selected = SelectOutputs((*model)->config(), request->requested_outputs);
-  if (!selected.ok()) return SendError(res, selected.status());
+  if (!selected.ok()) return refuse(selected.status());
   absl::StatusOr<ValidatedRequest> validated = ValidateRequest((*model)->config(), request->inputs);
-  if (!validated.ok()) return SendError(res, validated.status());
+  if (!validated.ok()) return refuse(validated.status());
   std::promise<absl::StatusOr<std::vector<HostTensor>>> promise;
   std::future<absl::StatusOr<std::vector<HostTensor>>> answer = promise.get_future();
   absl::StatusOr<std::shared_ptr<PendingInference>> pending =
@@ -88,6 +95,10 @@ const Route kRoutes[] = {
     {"GET", "/v2", [](ModelHub&, const httplib::Request&, httplib::Response& res) {
        res.set_content(R"({"name":"sluice","version":"0.1.0","extensions":["model_configuration","statistics",)"
                        R"("schedule_policy","binary_tensor_data"]})", kJson);
+     }},
+    {"GET", "/metrics", [](ModelHub& hub, const httplib::Request&, httplib::Response& res) {
+       if (hub.metrics() == nullptr) return SendError(res, absl::NotFoundError("metrics are not enabled"));
+       res.set_content(hub.metrics()->Render(absl::Now()), "text/plain; version=0.0.4");
      }},
     {"GET", "/v2/models/stats", [](ModelHub& hub, const httplib::Request&, httplib::Response& res) {
        std::vector<std::pair<const ModelConfig*, ModelStatsSnapshot>> all;
@@ -169,8 +180,17 @@ absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServic
   const size_t colon = options.address.rfind(':');
   const std::string host = options.address.substr(0, colon);
   const int port = std::stoi(options.address.substr(colon + 1));
+  HttpService* raw = service.get();
+  server.set_socket_options([raw](socket_t socket) {
+    httplib::default_socket_options(socket);
+    raw->listen_socket_ = socket;
+  });
   service->port_ = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (service->port_ <= 0) return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address));
+  // listen() again on the listening socket only raises its backlog (Linux); the accept loop has not started.
+  if (service->listen_socket_ >= 0 && ::listen(service->listen_socket_, kListenBacklog) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot raise the HTTP listen backlog on ", options.address));
+  }
   service->thread_ = std::thread([&server] { server.listen_after_bind(); });
   return service;
 }

@@ -6,9 +6,10 @@
 
 namespace sluice {
 
-PendingInference::PendingInference(Scheduler* scheduler, ModelStats* stats, int64_t rows, InferCompletion done)
-    : scheduler_(scheduler), stats_(stats), start_(absl::Now()), remaining_(rows), outputs_(rows),
-      done_(std::move(done)) {}
+PendingInference::PendingInference(Scheduler* scheduler, ModelStats* stats, ModelMetrics* metrics, int64_t rows,
+                                   int64_t length, InferCompletion done)
+    : scheduler_(scheduler), stats_(stats), metrics_(metrics), rows_(rows), length_(length), start_(absl::Now()),
+      remaining_(rows), outputs_(rows), done_(std::move(done)) {}
 
 void PendingInference::Cancel() {
   std::vector<RequestId> ids;
@@ -26,6 +27,7 @@ void PendingInference::Accepted(RequestId id) {
 
 void PendingInference::RowDone(int64_t row, InferResponse response) {
   stats_->RecordRow(response, absl::Now() - start_);
+  if (metrics_ != nullptr && response.batch_size > 0) metrics_->RecordRow(response);  // it ran: it waited
   mu_.Lock();
   if (!response.status.ok()) {
     if (status_.ok()) status_ = response.status;
@@ -53,6 +55,7 @@ void PendingInference::FinishAndUnlock() {
   absl::Status status = status_;
   std::vector<std::vector<HostTensor>> outputs = std::move(outputs_);
   mu_.Unlock();
+  if (metrics_ != nullptr) metrics_->RecordRequest(status, absl::Now() - start_, rows_, length_);
   if (!status.ok()) {
     done(status);
   } else {
@@ -66,7 +69,8 @@ ServedModel::ServedModel(const ModelConfig* config, std::unique_ptr<Scheduler> s
 absl::StatusOr<std::shared_ptr<PendingInference>> ServedModel::Submit(ValidatedRequest request,
                                                                       const SubmitOptions& options,
                                                                       InferCompletion done) {
-  auto pending = std::make_shared<PendingInference>(scheduler_.get(), &stats_, request.rows, std::move(done));
+  auto pending = std::make_shared<PendingInference>(scheduler_.get(), &stats_, metrics_, request.rows,
+                                                    request.length, std::move(done));
   for (int64_t row = 0; row < request.rows; ++row) {
     InferRequest infer;
     infer.inputs = std::move(request.row_inputs[row]);
@@ -77,7 +81,7 @@ absl::StatusOr<std::shared_ptr<PendingInference>> ServedModel::Submit(ValidatedR
     absl::StatusOr<RequestId> id = scheduler_->Enqueue(std::move(infer));
     if (!id.ok()) {
       if (row == 0) {
-        stats_.RecordRejected(absl::ZeroDuration());
+        RecordRefused(id.status());
         return id.status();
       }
       // Some rows are in: withdraw them; the request answers with this error once they are back.
@@ -88,6 +92,11 @@ absl::StatusOr<std::shared_ptr<PendingInference>> ServedModel::Submit(ValidatedR
     pending->Accepted(*id);
   }
   return pending;
+}
+
+void ServedModel::RecordRefused(const absl::Status& status) {
+  stats_.RecordRejected(absl::ZeroDuration());
+  if (metrics_ != nullptr) metrics_->RecordRequest(status, absl::ZeroDuration(), 1, 0);
 }
 
 absl::StatusOr<ServedModel*> ModelHub::Find(std::string_view name_view, std::string_view version_view) const {

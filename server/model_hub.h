@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/scheduler.h"
 #include "server/model_stats.h"
+#include "server/server_metrics.h"
 #include "server/request_validator.h"
 
 namespace sluice {
@@ -33,7 +34,9 @@ struct SubmitOptions {
 // The rows of one submitted request while they are in flight.
 class PendingInference {
  public:
-  PendingInference(Scheduler* scheduler, ModelStats* stats, int64_t rows, InferCompletion done);
+  // `metrics` may be null. `length` is the request's real length (for the length histogram and audio seconds).
+  PendingInference(Scheduler* scheduler, ModelStats* stats, ModelMetrics* metrics, int64_t rows, int64_t length,
+                   InferCompletion done);
   PendingInference(const PendingInference&) = delete;
   PendingInference& operator=(const PendingInference&) = delete;
 
@@ -50,6 +53,9 @@ class PendingInference {
 
   Scheduler* const scheduler_;
   ModelStats* const stats_;
+  ModelMetrics* const metrics_;
+  const int64_t rows_;
+  const int64_t length_;
   const absl::Time start_;
   absl::Mutex mu_;
   std::vector<RequestId> ids_ ABSL_GUARDED_BY(mu_);
@@ -69,6 +75,10 @@ class ServedModel {
   Scheduler& scheduler() { return *scheduler_; }
   ModelStats& stats() { return stats_; }
   double load_seconds() const { return load_seconds_; }
+  // REQUIRES: before serving. Null (the default) records no Prometheus metrics.
+  void SetMetrics(ModelMetrics* metrics) { metrics_ = metrics; }
+  // A request refused before reaching the scheduler (bad input, unknown output, bad parameters).
+  void RecordRefused(const absl::Status& status);
 
   // Error: refused now, `done` is never called. OK: `done` is called exactly once from a scheduler thread.
   absl::StatusOr<std::shared_ptr<PendingInference>> Submit(ValidatedRequest request, const SubmitOptions& options,
@@ -78,6 +88,7 @@ class ServedModel {
   const ModelConfig* const config_;
   std::unique_ptr<Scheduler> scheduler_;
   ModelStats stats_;
+  ModelMetrics* metrics_ = nullptr;
   const double load_seconds_;
 };
 
@@ -99,12 +110,16 @@ class ModelHub {
   bool draining() const { return draining_.load(); }
   void SetReady() { ready_ = true; }
   void BeginDrain() { draining_ = true; }
+  // REQUIRES: before any front end starts. Null: /metrics answers 404.
+  void SetMetrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  ServerMetrics* metrics() const { return metrics_; }
   int64_t InFlight() const;
   // Stops every scheduler (each finishes its accepted requests). REQUIRES: BeginDrain() was called.
   void StopAll();
 
  private:
   std::vector<std::unique_ptr<ServedModel>> models_;
+  ServerMetrics* metrics_ = nullptr;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
 };

@@ -66,7 +66,8 @@ absl::Status ParseTls(const YamlNode& tls, const std::string& config_path, Serve
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
   SLUICE_RETURN_IF_ERROR(root.CheckKeys(
-      {"grpc", "http", "model_repository", "log_level", "max_message_bytes", "tls", "auth", "drain_grace_seconds"}));
+      {"grpc", "http", "model_repository", "log_level", "max_message_bytes", "tls", "auth", "drain_grace_seconds",
+       "cost"}));
   ServerConfig config;
   config.config_path = path;
   if (auto grpc = root.Optional("grpc")) {
@@ -95,6 +96,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
     if (!(config.drain_grace_seconds >= 0 && config.drain_grace_seconds <= 3600)) {
       return grace->Error("must be between 0 and 3600 seconds");
     }
+  }
+
+  if (auto cost = root.Optional("cost")) {
+    SLUICE_ASSIGN_OR_RETURN(config.cost,
+                            ParseCostConfig(*cost, std::filesystem::path(path).parent_path().string()));
   }
 
   SLUICE_ASSIGN_OR_RETURN(YamlNode repository, root.Required("model_repository"));

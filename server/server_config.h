@@ -1,13 +1,15 @@
 // The server's own config file (listen addresses and limits, keepalive, TLS, bearer token, drain grace period,
-// model repository, log level) as validated native types.
+// model repository, log level, instance price for cost metrics) as validated native types.
 // Relative paths are resolved against the config file's directory, so a config works from any cwd.
 // Thread-safety: plain values.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/cost.h"
 
 namespace sluice {
 
@@ -25,6 +27,7 @@ struct ServerConfig {
   std::string tls_key_path;
   std::string bearer_token;               // non-empty: every call needs "authorization: Bearer <token>"
   double drain_grace_seconds = 30.0;      // SIGTERM: time allowed to finish accepted requests
+  std::optional<CostConfig> cost;         // absent: no cost metrics
 };
 
 // Every error names the file, the key and the line; unknown keys are errors (typos never pass silently).

@@ -26,11 +26,12 @@
 namespace sluice {
 namespace {
 
-// The one line to change to swap the scheduler implementation.
-absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(LoadedModel& model) {
+// The one line to change to swap the scheduler implementation. Every executed batch is reported to `metrics`.
+absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(LoadedModel& model, ModelMetrics* metrics) {
   DynamicBatcherOptions options;
   options.model = model.config.get();
   for (auto& instance : model.instances) options.instances.push_back(instance.get());
+  options.on_batch = [metrics](const BatchReport& report) { metrics->RecordBatch(report); };
   return CreateDynamicBatcher(options);
 }
 
@@ -90,7 +91,7 @@ int Run(int argc, char** argv) {
   if (http_port >= 0) config->http_address = WithPort(config->http_address, http_port);
   spdlog::set_level(spdlog::level::from_str(config->log_level));
 
-  const absl::Time load_start = absl::Now();
+  const absl::Time load_start = absl::Now();  // also when cost starts to accrue: loading is paid time
   absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::Load({config->model_repository});
   if (!repository.ok()) {
     spdlog::critical("model repository {}: {}", config->model_repository, std::string(repository.status().message()));
@@ -98,13 +99,26 @@ int Run(int argc, char** argv) {
   }
   LogRepository(**repository);
   ModelHub hub;
+  ServerMetrics metrics(load_start, config->cost);
+  hub.SetMetrics(&metrics);
+  if (config->cost) {
+    spdlog::info("cost metrics: {} $/h for {} accelerator(s) ({})", config->cost->hourly_usd,
+                 config->cost->accelerators, config->cost->source);
+  }
   for (LoadedModel& model : (*repository)->mutable_models()) {
-    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = MakeScheduler(model);
+    std::vector<const Backend*> instances;
+    for (const auto& instance : model.instances) instances.push_back(instance.get());
+    ModelMetrics* model_metrics = metrics.AddModel(*model.config, instances, /*scheduler=*/nullptr,
+                                                   [&hub] { return hub.ready(); });
+    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = MakeScheduler(model, model_metrics);
     if (!scheduler.ok()) {
       spdlog::critical("scheduler for {}: {}", model.config->name, std::string(scheduler.status().message()));
       return 1;
     }
-    hub.Add(std::make_unique<ServedModel>(model.config.get(), *std::move(scheduler), model.load_seconds));
+    model_metrics->AttachScheduler(scheduler->get());
+    auto served = std::make_unique<ServedModel>(model.config.get(), *std::move(scheduler), model.load_seconds);
+    served->SetMetrics(model_metrics);
+    hub.Add(std::move(served));
   }
 
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();

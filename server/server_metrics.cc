@@ -47,7 +47,8 @@ RequestOutcome OutcomeFor(const absl::Status& status) {
 void ModelMetrics::RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length) {
   const RequestOutcome outcome = OutcomeFor(status);
   requests_[static_cast<int>(outcome)]->Increment();
-  if (outcome == RequestOutcome::kInvalid) return;  // never reached the model: no latency or length to record
+  // Refused before queueing (length 0 here, or invalid input): counted, but no latency or length to record.
+  if (outcome == RequestOutcome::kInvalid || length <= 0) return;
   latency_->Observe(absl::ToDoubleSeconds(latency));
   input_length_->Observe(static_cast<double>(length));
   if (outcome != RequestOutcome::kOk) return;
@@ -75,8 +76,10 @@ void ModelMetrics::RecordBatch(const BatchReport& report) {
 }
 
 void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMeter* cost) {
-  queue_depth_->Set(static_cast<double>(scheduler_->QueueDepth()));
-  in_flight_->Set(static_cast<double>(scheduler_->InFlight()));
+  if (scheduler_ != nullptr) {
+    queue_depth_->Set(static_cast<double>(scheduler_->QueueDepth()));
+    in_flight_->Set(static_cast<double>(scheduler_->InFlight()));
+  }
   model_ready_->Set(ready_() ? 1 : 0);
   for (size_t i = 0; i < busy_seconds_.size(); ++i) {
     busy_ratio_[i]->Set(elapsed_seconds > 0 ? busy_seconds_[i]->Value() / elapsed_seconds : 0);

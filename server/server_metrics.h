@@ -37,11 +37,14 @@ class ServerMetrics;
 
 class ModelMetrics {
  public:
-  // One client request (all its rows) has been answered. `length` is its real length along the variable axis.
+  // One client request (all its rows) has been answered. `length` is its real length along the variable axis;
+  // 0 for a request refused before it was queued (only its outcome is counted).
   void RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length);
   // A row that was queued has been answered (its queue wait).
   void RecordRow(const InferResponse& response);
   void RecordBatch(const BatchReport& report);
+  // REQUIRES: before serving. The scheduler's queue depth and in-flight count become gauges.
+  void AttachScheduler(const Scheduler* scheduler) { scheduler_ = scheduler; }
 
  private:
   friend class ServerMetrics;
@@ -85,8 +88,8 @@ class ServerMetrics {
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // REQUIRES: before serving. `scheduler` and `config` must outlive this object; `instances` gives the
-  // per-bucket load/warm times; `ready` reports whether the model serves.
+  // REQUIRES: before serving. `config`, `instances` and `scheduler` (may be null, then attached later) must
+  // outlive this object; `instances` give the per-bucket load/warm times; `ready` tells whether the model serves.
   ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
                          const Scheduler* scheduler, std::function<bool()> ready);
 
