@@ -1,5 +1,6 @@
 #include "loadtest/pricing.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backend/status_macros.h"
 #include "backend/yaml_node.h"
@@ -25,12 +26,17 @@ absl::StatusOr<Pricing> LoadPricingPreset(const std::string& path, const std::st
   if (std::optional<YamlNode> source = preset->Optional("source")) {
     SLUICE_ASSIGN_OR_RETURN(pricing.source, source->AsString());
   }
+  // The date: the preset's own, else the file's snapshot date.
   if (std::optional<YamlNode> date = preset->Optional("date")) {
     SLUICE_ASSIGN_OR_RETURN(pricing.date, date->AsString());
+  } else if (std::optional<YamlNode> snapshot = root.Optional("snapshot")) {
+    SLUICE_ASSIGN_OR_RETURN(pricing.date, snapshot->AsString());
   }
+  // Unverified: an explicit flag, or a source that says so.
   if (std::optional<YamlNode> unverified = preset->Optional("unverified")) {
     SLUICE_ASSIGN_OR_RETURN(pricing.unverified, unverified->AsBool());
   }
+  if (absl::StrContains(pricing.source, "UNVERIFIED")) pricing.unverified = true;
   return pricing;
 }
 

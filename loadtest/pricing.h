@@ -1,5 +1,5 @@
 // What the measured hardware costs, and the cost figures of a run. Prices come from the pricing config the
-// server's metrics use (deploy/pricing.yaml: `presets: {NAME: {hourly_usd, accelerators, source, date}}`) or
+// server's metrics use (deploy/pricing.yaml: `presets: {NAME: {hourly_usd, accelerators, unit, source}}`) or
 // from the command line. The server's share of the instance = accelerators it uses ÷ the instance's total.
 //   dollars                  = hourly_usd × share × measured window seconds / 3600
 //   $ per 1k successful      = dollars / successful requests × 1000
@@ -29,7 +29,8 @@ struct Pricing {
 };
 
 // Reads preset `name` from a pricing YAML. Keys of a preset besides hourly_usd, accelerators, source, date and
-// unverified are ignored (the file is shared with the server's metrics).
+// unverified are ignored (the file is shared with the server's metrics). Without a `date`, the file's top-level
+// `snapshot` is the date; a source containing "UNVERIFIED" marks the price unverified.
 absl::StatusOr<Pricing> LoadPricingPreset(const std::string& path, const std::string& name);
 
 struct CostFigures {

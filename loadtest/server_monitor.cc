@@ -1,5 +1,6 @@
 #include "loadtest/server_monitor.h"
 
+#include <cstring>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -99,11 +100,22 @@ void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::o
       out.peak_rss_source = "largest RSS gauge seen during the run";
     }
   }
+  // Padding efficiency of this run: Δ real / Δ computed samples per model, when the server counts both.
+  for (const std::string& real : after.Names()) {
+    if (!IsSluice(real) || !absl::EndsWith(real, "real_samples_total")) continue;
+    const std::string computed = absl::StrCat(real.substr(0, real.size() - strlen("real_samples_total")),
+                                              "computed_samples_total");
+    for (const std::string& model : after.LabelValues(real, "model")) {
+      const double r = *after.Sum(real, "model", model) - before.Sum(real, "model", model).value_or(0);
+      const double c = after.Sum(computed, "model", model).value_or(0) - before.Sum(computed, "model", model).value_or(0);
+      if (c > 0) out.padding_efficiency[model] = r / c;
+    }
+  }
   for (const std::string& name : after.Names()) {
     if (!IsSluice(name)) continue;
     if (absl::StrContains(name, "load_seconds")) out.load_seconds = out.load_seconds.value_or(0) + *after.Sum(name);
     if (absl::StrContains(name, "warm_seconds")) out.warm_seconds = out.warm_seconds.value_or(0) + *after.Sum(name);
-    if (absl::StrContains(name, "padding_efficiency")) {
+    if (absl::StrContains(name, "padding_efficiency") && out.padding_efficiency.empty()) {
       for (const PromSample& s : after.samples) {
         if (s.name == name && s.Label("bucket").empty()) out.padding_efficiency[s.Label("model")] = s.value;
       }

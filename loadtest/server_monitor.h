@@ -8,7 +8,8 @@
 //   peak RSS: a gauge named *peak*/max* with rss/resident_memory in it, else the largest
 //     process_resident_memory_bytes (or *resident_memory*/*rss*) seen, else VmHWM of --server-pid
 //   load / warm time: sums over every series of the gauges named *load_seconds* / *warm_seconds*
-//   padding efficiency: per model, gauges named *padding_efficiency*
+//   padding efficiency: per model, Δ *real_samples_total / Δ *computed_samples_total over the run, else the
+//     gauges named *padding_efficiency* (server lifetime)
 // Thread-safety: Begin() and End() from one thread; an internal thread scrapes between them.
 #pragma once
 

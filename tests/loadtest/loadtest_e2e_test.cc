@@ -1,0 +1,219 @@
+// sluice-loadtest end to end: the real sluice-server process on 127.0.0.1 serving `sim` models (written by the
+// test into SLUICE_MODELS_DIR), driven by the real sluice-loadtest binary. Checks counts, the open-loop rate,
+// JSON fields, SLO exit codes, errors by code, --compare, a sweep, and --verify catching wrong outputs (the
+// sim text_embed answers with row lengths, not the embeddings of the exported reference set).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <rapidjson/pointer.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/server/server_process.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+
+void WriteSimRepository() {
+  const std::filesystem::path root = SLUICE_MODELS_DIR;
+  std::filesystem::create_directories(root / "asr_ctc");
+  std::filesystem::create_directories(root / "text_embed");
+  std::ofstream(root / "asr_ctc" / "config.yaml")
+      << "name: asr_ctc\nkind: speech\n"
+         "inputs:\n  - {name: audio, dtype: FP32, shape: [-1], sample_rate: 16000}\n"
+         "outputs:\n  - {name: log_probs, dtype: FP32, shape: [-1, 29]}\n"
+         "buckets: {lengths: [16000, 32000, 64000, 128000, 256000], batch_sizes: [1, 2, 4, 8]}\n"
+         "batching: {max_queue_delay_ms: 5, max_queue_size: 256}\n"
+         "instances: [{count: 1, device: sim}]\n"
+         "sim: {base_ms: 2, per_sample_us: 0.001, output_steps_per_input_step: 0.01}\n";
+  std::ofstream(root / "text_embed" / "config.yaml")
+      << "name: text_embed\nkind: text\n"
+         "inputs:\n  - {name: input_ids, dtype: INT64, shape: [-1]}\n"
+         "outputs:\n  - {name: embedding, dtype: FP32, shape: [256]}\n"
+         "buckets: {lengths: [32, 64, 128, 256, 512], batch_sizes: [1, 4, 8]}\n"
+         "batching: {max_queue_delay_ms: 5, max_queue_size: 256}\n"
+         "instances: [{count: 1, device: sim}]\n"
+         "sim: {base_ms: 1, per_sample_us: 0.01, output_steps_per_input_step: 1}\n";
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+class LoadtestE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    WriteSimRepository();
+    server_ = new testing::ServerProcess();
+    ASSERT_TRUE(server_->ready()) << server_->Log();
+  }
+  static void TearDownTestSuite() { delete server_; }
+
+  static std::string Path(const std::string& name) { return (server_->dir() / name).string(); }
+
+  // Runs sluice-loadtest against the server with `args` (plus --no-progress).
+  static Result Run(const std::string& args, bool with_target = true) {
+    std::string command = std::string(SLUICE_LOADTEST_BINARY) + " --no-progress ";
+    if (with_target) {
+      command += "-u " + server_->grpc_address() + " --metrics-url http://" + server_->http_address() + "/metrics ";
+      if (args.find("--model-repository") == std::string::npos) {
+        command += std::string("--model-repository ") + SLUICE_MODELS_DIR + " ";
+      }
+    }
+    command += args + " 2>&1";
+    Result result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+  }
+
+  static rapidjson::Document Json(const std::string& path) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    rapidjson::Document doc;
+    doc.Parse(text.c_str());
+    EXPECT_FALSE(doc.HasParseError()) << path;
+    return doc;
+  }
+
+  static double Number(const rapidjson::Document& doc, const char* pointer) {
+    const rapidjson::Value* v = rapidjson::Pointer(pointer).Get(doc);
+    EXPECT_NE(v, nullptr) << pointer;
+    return v != nullptr && v->IsNumber() ? v->GetDouble() : NAN;
+  }
+
+  static inline testing::ServerProcess* server_ = nullptr;
+};
+
+TEST_F(LoadtestE2eTest, ClosedLoopSendsExactlyTheRequestedCount) {
+  const std::string json = Path("closed.json");
+  Result r = Run("-m asr_ctc:0.7,text_embed:0.3 -c 4 -n 200 --warmup-requests 20 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("closed loop, concurrency 4"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/results/requests"), 200);
+  EXPECT_EQ(Number(doc, "/results/ok"), 200);
+  EXPECT_EQ(Number(doc, "/results/errors"), 0);
+  EXPECT_EQ(Number(doc, "/per_model/0/requests") + Number(doc, "/per_model/1/requests"), 200);
+  EXPECT_GT(Number(doc, "/per_model/0/requests"), Number(doc, "/per_model/1/requests"));  // 70/30 mix
+  EXPECT_GT(Number(doc, "/results/audio_s_per_s"), 0);
+  EXPECT_GT(Number(doc, "/results/tokens"), 0);
+  EXPECT_EQ(std::string(doc["run"]["stop_reason"].GetString()), "requests");
+  // The server saw the warm-up too: 220 rows in all (ModelStatistics, gRPC).
+  EXPECT_EQ(Number(doc, "/server/model_stats/0/inferences") + Number(doc, "/server/model_stats/1/inferences"), 220);
+  // /metrics: scraped when the server serves it, else the reason is reported; never a failure.
+  const rapidjson::Value* scraped = rapidjson::Pointer("/server/metrics_scraped").Get(doc);
+  ASSERT_NE(scraped, nullptr);
+  if (!scraped->GetBool()) {
+    EXPECT_NE(rapidjson::Pointer("/server/metrics_error").Get(doc), nullptr);
+  }
+}
+
+TEST_F(LoadtestE2eTest, OpenLoopDeliversTheRateWithinTwentyPercent) {
+  const std::string json = Path("open.json");
+  Result r = Run("-m text_embed -r 80 -d 3 --warmup 0.5 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(std::string(doc["run"]["mode"].GetString()), "open");
+  EXPECT_EQ(std::string(doc["run"]["arrival"].GetString()), "poisson");
+  EXPECT_NEAR(Number(doc, "/results/req_per_s"), 80, 16);
+  EXPECT_EQ(Number(doc, "/results/errors"), 0);
+}
+
+TEST_F(LoadtestE2eTest, GammaArrivalsAndFixedLengths) {
+  const std::string json = Path("gamma.json");
+  Result r = Run("-m asr_ctc --lengths fixed:1s -r 40 --burstiness 0.5 -n 60 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(std::string(doc["run"]["arrival"].GetString()), "gamma");
+  EXPECT_EQ(Number(doc, "/results/requests"), 60);
+  EXPECT_NEAR(Number(doc, "/results/audio_seconds"), 60.0, 1e-9);  // 60 requests of exactly 1 s
+}
+
+TEST_F(LoadtestE2eTest, SloVerdictsDecideTheExitCode) {
+  const std::string loose = Path("loose.yaml"), strict = Path("strict.yaml");
+  std::ofstream(loose) << "latency_ms: {p99: 5000}\nmax_error_rate: 0.0\nmin_throughput_rps: 1\n"
+                          "request: {latency_ms: 5000}\n";
+  std::ofstream(strict) << "latency_ms: {p50: 0.001}\n";
+  Result pass = Run("-m text_embed -c 2 -n 30 --slo " + loose);
+  EXPECT_EQ(pass.exit_code, 0) << pass.output;
+  EXPECT_THAT(pass.output, HasSubstr("SLO PASS"));
+  Result fail = Run("-m text_embed -c 2 -n 30 --slo " + strict);
+  EXPECT_EQ(fail.exit_code, 1) << fail.output;
+  EXPECT_THAT(fail.output, HasSubstr("FAIL  p50 latency (ms)"));
+  std::ofstream(strict) << "latency_ms: {p42: 1}\n";
+  Result typo = Run("-m text_embed -c 2 -n 30 --slo " + strict);
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_THAT(typo.output, HasSubstr("p42"));
+}
+
+TEST_F(LoadtestE2eTest, DeadlinesAreCountedByCode) {
+  const std::string json = Path("deadline.json");
+  // 16 s of audio costs the sim ~2.3 ms + batching delay; a 1 ms deadline cannot be met.
+  Result r = Run("-m asr_ctc --lengths fixed:16s -c 2 -n 20 --timeout-ms 1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("DEADLINE_EXCEEDED"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/results/errors_by_code/DEADLINE_EXCEEDED"), 20);
+  EXPECT_EQ(Number(doc, "/results/error_rate"), 1.0);
+}
+
+TEST_F(LoadtestE2eTest, CompareShowsTwoRunsSideBySide) {
+  const std::string a = Path("c1.json"), b = Path("c8.json");
+  ASSERT_EQ(Run("-m asr_ctc -c 1 -n 40 --json " + a).exit_code, 0);
+  ASSERT_EQ(Run("-m asr_ctc -c 8 -n 80 --pricing " SLUICE_PRICING_YAML " --preset inf2.xlarge --json " + b).exit_code, 0);
+  Result r = Run("--compare " + a + " " + b, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("concurrency 1"));
+  EXPECT_THAT(r.output, HasSubstr("concurrency 8"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("throughput \\(req/s\\) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[AB=]"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("\\$ per 1k successful +- +[0-9.]+"));
+  EXPECT_EQ(Run("--compare " + a + " /nonexistent.json", false).exit_code, 2);
+}
+
+TEST_F(LoadtestE2eTest, SweepFindsTheHighestPassingConcurrency) {
+  const std::string json = Path("sweep.json"), svg = Path("sweep.svg");
+  Result r = Run("-m text_embed --sweep concurrency --sweep-levels 1,2,4 -n 40 --json " + json + " --plot " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("highest throughput meeting the SLO"));
+  rapidjson::Document doc = Json(json);
+  ASSERT_TRUE(doc.HasMember("sweep"));
+  EXPECT_EQ(doc["sweep"]["steps"].Size(), 3u);
+  EXPECT_GT(Number(doc, "/sweep/best_req_per_s"), 0);
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, HasSubstr("Sweep over concurrency"));
+}
+
+TEST_F(LoadtestE2eTest, VerifyCatchesWrongOutputs) {
+  // The sim text_embed answers every element with the row's length; the reference set holds real embeddings.
+  const std::string json = Path("verify.json");
+  Result r = Run("-m text_embed --verify --model-repository " SLUICE_REAL_MODELS_DIR " --json " + json);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("verify text_embed: FAIL"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_GT(Number(doc, "/verify/0/cases"), 0);
+  EXPECT_EQ(Number(doc, "/verify/0/mismatched_cases"), Number(doc, "/verify/0/cases"));
+  EXPECT_GT(Number(doc, "/verify/0/max_abs_error"), 1.0);
+}
+
+TEST_F(LoadtestE2eTest, UsageAndServerErrorsHaveTheirExitCodes) {
+  EXPECT_EQ(Run("-m no_such_model -c 1 -n 1").exit_code, 3);
+  EXPECT_EQ(Run("-m text_embed -c 1 -r 5 -n 1").exit_code, 2);
+  EXPECT_EQ(Run("-m text_embed").exit_code, 2);
+  EXPECT_EQ(Run("-m text_embed -c 1 -n 1 --lengths zipf:2").exit_code, 2);
+  EXPECT_EQ(Run("-m text_embed -c 1 -n 1 --preset inf2.xlarge").exit_code, 2);  // --pricing missing
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,194 @@
+// Unit tests of the traffic side of sluice-loadtest: arrival processes (rate and burstiness, deterministic by
+// seed), length profiles, model mixes and the seeded workload.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "loadtest/arrival_process.h"
+#include "loadtest/length_profile.h"
+#include "loadtest/model_info.h"
+#include "loadtest/summary.h"
+#include "loadtest/workload.h"
+
+namespace sluice::loadtest {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct GapStats {
+  double mean = 0, cv = 0;
+};
+
+GapStats Gaps(ArrivalProcess& p, int n) {
+  std::vector<double> gaps(n);
+  for (double& g : gaps) g = p.NextGap();
+  GapStats s;
+  s.mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / n;
+  double var = 0;
+  for (double g : gaps) var += (g - s.mean) * (g - s.mean);
+  s.cv = std::sqrt(var / n) / s.mean;
+  return s;
+}
+
+TEST(ArrivalProcessTest, PoissonHasTheRateAndUnitCoefficientOfVariation) {
+  ArrivalProcess p(ArrivalKind::kPoisson, 50.0, 1.0, 7);
+  GapStats s = Gaps(p, 200000);
+  EXPECT_NEAR(1.0 / s.mean, 50.0, 50.0 * 0.01);
+  EXPECT_NEAR(s.cv, 1.0, 0.02);
+}
+
+TEST(ArrivalProcessTest, GammaKeepsTheRateAndBurstinessSetsTheSpread) {
+  for (double k : {0.25, 4.0}) {
+    ArrivalProcess p(ArrivalKind::kGamma, 20.0, k, 11);
+    GapStats s = Gaps(p, 200000);
+    EXPECT_NEAR(1.0 / s.mean, 20.0, 20.0 * 0.015) << "burstiness " << k;
+    EXPECT_NEAR(s.cv, 1.0 / std::sqrt(k), 0.05 / std::sqrt(k)) << "burstiness " << k;  // CV of Gamma(k) = 1/sqrt(k)
+  }
+}
+
+TEST(ArrivalProcessTest, ConstantAndDeterministicBySeed) {
+  ArrivalProcess c(ArrivalKind::kConstant, 4.0, 1.0, 1);
+  EXPECT_DOUBLE_EQ(c.NextGap(), 0.25);
+  ArrivalProcess a(ArrivalKind::kGamma, 10, 0.5, 42), b(ArrivalKind::kGamma, 10, 0.5, 42),
+      other(ArrivalKind::kGamma, 10, 0.5, 43);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    const double x = a.NextGap();
+    EXPECT_EQ(x, b.NextGap());
+    differs |= x != other.NextGap();
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_FALSE(ParseArrivalKind("weibull").ok());
+  EXPECT_EQ(*ParseArrivalKind("gamma"), ArrivalKind::kGamma);
+}
+
+TEST(LengthProfileTest, FixedUniformAndSeconds) {
+  std::mt19937_64 rng(1);
+  auto fixed = LengthProfile::Create("fixed:2.5s", 16000, 256000);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ((*fixed)->Sample(rng), 40000);
+  auto uniform = LengthProfile::Create("uniform:10-20", 0, 512);
+  ASSERT_TRUE(uniform.ok());
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t n = (*uniform)->Sample(rng);
+    ASSERT_GE(n, 10);
+    ASSERT_LE(n, 20);
+  }
+  auto clipped = LengthProfile::Create("fixed:100000", 0, 512);
+  EXPECT_EQ((*clipped)->Sample(rng), 512);
+}
+
+TEST(LengthProfileTest, SpeechIsLibriSpeechLikeAndClippedToTheLargestBucket) {
+  auto speech = LengthProfile::Create("speech", 16000, 256000);
+  ASSERT_TRUE(speech.ok());
+  std::mt19937_64 rng(3);
+  std::vector<double> seconds;
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t n = (*speech)->Sample(rng);
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, 256000);
+    seconds.push_back(n / 16000.0);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  EXPECT_NEAR(Percentile(seconds, 50), 7.0, 0.3);
+  EXPECT_GT(Percentile(seconds, 10), 2.5);
+  EXPECT_LT(Percentile(seconds, 10), 4.0);
+  EXPECT_DOUBLE_EQ(seconds.back(), 16.0);  // the long tail is clipped to the 16 s bucket
+}
+
+TEST(LengthProfileTest, FileAndErrors) {
+  const auto path = std::filesystem::temp_directory_path() / ("lt_lengths_" + std::to_string(::getpid()));
+  std::ofstream(path) << "# lengths\n100\n\n2s # two seconds\n";
+  auto file = LengthProfile::Create("file:" + path.string(), 1000, 100000);
+  ASSERT_TRUE(file.ok()) << file.status();
+  std::mt19937_64 rng(5);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 100; ++i) seen.insert((*file)->Sample(rng));
+  EXPECT_EQ(seen, (std::set<int64_t>{100, 2000}));
+  std::ofstream(path) << "100\nabc\n";
+  auto bad = LengthProfile::Create("file:" + path.string(), 1000, 100000);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr(":2:"));
+  std::filesystem::remove(path);
+
+  EXPECT_FALSE(LengthProfile::Create("fixed:3s", 0, 512).ok());  // seconds need a sample rate
+  EXPECT_FALSE(LengthProfile::Create("uniform:20-10", 0, 512).ok());
+  EXPECT_FALSE(LengthProfile::Create("zipf:3", 0, 512).ok());
+  EXPECT_FALSE(LengthProfile::Create("file:/nonexistent/lengths", 0, 512).ok());
+}
+
+TEST(ModelMixTest, ParsesAndNormalises) {
+  auto mix = ParseModelMix("asr_ctc:0.7,text_embed:0.7");
+  ASSERT_TRUE(mix.ok());
+  ASSERT_EQ(mix->size(), 2u);
+  EXPECT_DOUBLE_EQ((*mix)[0].weight, 0.5);
+  EXPECT_EQ((*mix)[1].model, "text_embed");
+  EXPECT_DOUBLE_EQ((*ParseModelMix("asr_ctc"))[0].weight, 1.0);
+  EXPECT_FALSE(ParseModelMix("a:0.5,a:0.5").ok());
+  EXPECT_FALSE(ParseModelMix("a:-1").ok());
+  EXPECT_FALSE(ParseModelMix("a:x").ok());
+  EXPECT_FALSE(ParseModelMix(":1").ok());
+}
+
+ModelInfo Info(const std::string& name, const std::string& kind, const std::string& dtype, int64_t max_length) {
+  ModelInfo info;
+  info.name = name;
+  info.kind = kind;
+  info.input_name = kind == "speech" ? "audio" : "input_ids";
+  info.datatype = dtype;
+  info.max_length = max_length;
+  info.sample_rate = kind == "speech" ? 16000 : 0;
+  return info;
+}
+
+std::unique_ptr<Workload> MakeWorkload(uint64_t seed) {
+  std::vector<WorkloadModel> models;
+  models.push_back({Info("asr_ctc", "speech", "FP32", 256000), 0.7, *LengthProfile::Create("speech", 16000, 256000)});
+  models.push_back({Info("text_embed", "text", "INT64", 512), 0.3, *LengthProfile::Create("uniform:1-512", 0, 512)});
+  return *Workload::Create(std::move(models), seed);
+}
+
+TEST(WorkloadTest, RequestsArePureFunctionsOfSeedAndIndex) {
+  auto a = MakeWorkload(9), b = MakeWorkload(9), c = MakeWorkload(10);
+  int differs = 0;
+  for (uint64_t i = 0; i < 50; ++i) {
+    PlannedRequest x = a->Make(i), y = b->Make(i), z = c->Make(i);
+    EXPECT_EQ(x.proto.SerializeAsString(), y.proto.SerializeAsString()) << i;
+    differs += x.proto.SerializeAsString() != z.proto.SerializeAsString();
+    EXPECT_EQ(a->Draw(i), std::make_pair(x.model, x.length));
+    const auto& input = x.proto.inputs(0);
+    ASSERT_EQ(input.shape_size(), 2);
+    EXPECT_EQ(input.shape(0), 1);
+    EXPECT_EQ(input.shape(1), x.length);
+    const size_t element = x.model == 0 ? 4 : 8;
+    EXPECT_EQ(x.proto.raw_input_contents(0).size(), x.length * element);
+    EXPECT_EQ(x.proto.model_name(), x.model == 0 ? "asr_ctc" : "text_embed");
+  }
+  EXPECT_GT(differs, 40);
+}
+
+TEST(WorkloadTest, MixSharesFollowTheWeightsAndTokensStayInVocabulary) {
+  auto w = MakeWorkload(1);
+  int asr = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) asr += w->Draw(i).first == 0;
+  EXPECT_NEAR(asr / static_cast<double>(n), 0.7, 0.015);
+  for (uint64_t i = 0; i < 200; ++i) {
+    PlannedRequest r = w->Make(i);
+    if (r.model != 1) continue;
+    const std::string& raw = r.proto.raw_input_contents(0);
+    for (size_t k = 0; k < raw.size() / 8; ++k) {
+      int64_t id;
+      std::memcpy(&id, raw.data() + 8 * k, 8);
+      ASSERT_GE(id, 1);
+      ASSERT_LT(id, 8192);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::loadtest
