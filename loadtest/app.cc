@@ -181,7 +181,16 @@ int RunApp(AppOptions o) {
     monitor_options.models = model_names;
     monitor_options.bearer_token = o.bearer_token;
     ServerMonitor monitor(monitor_options, &(*client)->stub());
-    monitor.Begin();
+    // The server's "before" snapshot is taken when warm-up ends, on the sending thread just before the first
+    // measured request (a few ms; open-loop latency counts from the scheduled time anyway); for a sweep, before
+    // its first step.
+    bool begun = false;
+    auto begin_monitor = [&] {
+      if (!begun) monitor.Begin();
+      begun = true;
+    };
+    if (!o.sweep.knob.empty()) begin_monitor();
+    o.run.on_measure_start = begin_monitor;
 
     RunResult last_run;
     if (!o.sweep.knob.empty()) {
@@ -217,6 +226,7 @@ int RunApp(AppOptions o) {
       last_run = *std::move(run);
       report.summary = Summarize(last_run, **workload, arrival_name, o.run.burstiness, good);
     }
+    begin_monitor();  // when nothing was measured
     report.server = monitor.End();
     report.timeline = BuildTimeline(last_run, 1.0);
     report.histogram = BuildHistogram(last_run, 40);

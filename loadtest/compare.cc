@@ -23,6 +23,7 @@ struct Row {
   const char* pointer;
   Better better;
   const char* format;  // printf format of one value
+  bool hide_if_both_zero = false;  // figures that only apply to some models (audio, tokens)
 };
 
 constexpr Row kRows[] = {
@@ -32,8 +33,8 @@ constexpr Row kRows[] = {
     {"error rate", "/results/error_rate", Better::kLower, "%.4f"},
     {"throughput (req/s)", "/results/req_per_s", Better::kHigher, "%.2f"},
     {"goodput (req/s)", "/results/goodput_rps", Better::kHigher, "%.2f"},
-    {"audio-s/s (RTFx)", "/results/audio_s_per_s", Better::kHigher, "%.2f"},
-    {"tokens/s", "/results/tokens_per_s", Better::kHigher, "%.1f"},
+    {"audio-s/s (RTFx)", "/results/audio_s_per_s", Better::kHigher, "%.2f", true},
+    {"tokens/s", "/results/tokens_per_s", Better::kHigher, "%.1f", true},
     {"latency mean (ms)", "/results/latency_ms/mean", Better::kLower, "%.2f"},
     {"latency p50 (ms)", "/results/latency_ms/p50", Better::kLower, "%.2f"},
     {"latency p90 (ms)", "/results/latency_ms/p90", Better::kLower, "%.2f"},
@@ -42,8 +43,8 @@ constexpr Row kRows[] = {
     {"latency max (ms)", "/results/latency_ms/max", Better::kLower, "%.2f"},
     {"$/h (instance)", "/cost/hourly_usd", Better::kNone, "%.4f"},
     {"$ per 1k successful", "/cost/usd_per_1k_success", Better::kLower, "%.5f"},
-    {"audio-seconds per $", "/cost/audio_seconds_per_dollar", Better::kHigher, "%.0f"},
-    {"tokens per $", "/cost/tokens_per_dollar", Better::kHigher, "%.0f"},
+    {"audio-seconds per $", "/cost/audio_seconds_per_dollar", Better::kHigher, "%.0f", true},
+    {"tokens per $", "/cost/tokens_per_dollar", Better::kHigher, "%.0f", true},
     {"server queue (ms)", "/server/queue_ms_mean", Better::kLower, "%.2f"},
     {"server compute (ms)", "/server/compute_ms_mean", Better::kLower, "%.2f"},
     {"server batch size", "/server/batch_size_mean", Better::kNone, "%.2f"},
@@ -115,8 +116,9 @@ absl::StatusOr<std::string> CompareReports(const std::string& json_a, const std:
   std::string out = absl::StrFormat("A: %s (%s)\nB: %s (%s)\n\n", label_a, Describe(*a), label_b, Describe(*b));
   absl::StrAppend(&out, absl::StrFormat("%-24s %14s %14s %9s  %s\n", "", "A", "B", "B/A", "better"));
   auto line = [&](const std::string& label, std::optional<double> va, std::optional<double> vb, Better better,
-                  const char* format) {
+                  const char* format, bool hide_if_both_zero = false) {
     if (!va && !vb) return;
+    if (hide_if_both_zero && va.value_or(0) == 0 && vb.value_or(0) == 0) return;
     std::string ratio = "-", winner;
     if (va && vb) {
       if (*va != 0) ratio = absl::StrFormat("%.3f", *vb / *va);
@@ -139,7 +141,7 @@ absl::StatusOr<std::string> CompareReports(const std::string& json_a, const std:
       if (!va) va = ModelStatsMean(*a, "compute_ms_mean");
       if (!vb) vb = ModelStatsMean(*b, "compute_ms_mean");
     }
-    line(row.label, va, vb, row.better, row.format);
+    line(row.label, va, vb, row.better, row.format, row.hide_if_both_zero);
   }
   // Correctness: the worst max abs error and the mismatched cases over every verified model.
   auto verify = [](const rapidjson::Document& doc, const char* field, bool take_max) -> std::optional<double> {

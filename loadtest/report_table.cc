@@ -9,9 +9,10 @@ namespace {
 
 std::string Row(const std::string& name, const std::string& share, const ThroughputStats& t) {
   const LatencyStats& l = t.latency;
-  return absl::StrFormat("%-14s %5s %8d %8d %6d %9.2f %9.2f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n", name, share,
-                         t.requests, t.ok, t.errors, t.req_per_s, t.audio_s_per_s, l.p50_ms, l.p90_ms, l.p95_ms,
-                         l.p99_ms, l.max_ms, t.goodput_rps);
+  const std::string audio = t.audio_seconds > 0 ? absl::StrFormat("%.2f", t.audio_s_per_s) : "-";
+  return absl::StrFormat("%-14s %5s %8d %8d %6d %9.2f %9s %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n", name, share,
+                         t.requests, t.ok, t.errors, t.req_per_s, audio, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms,
+                         l.max_ms, t.goodput_rps);
 }
 
 std::string OptMs(const std::optional<double>& v) {
@@ -88,7 +89,7 @@ std::string FormatReport(const Report& r) {
   if (r.pricing && r.cost) {
     const Pricing& p = *r.pricing;
     absl::StrAppend(&out, absl::StrFormat(
-        "cost (%s%.5g $/h x share %.3g%s): $%.6f for the window; $%.5f per 1k successful inferences",
+        "cost (%s%.5g $/h x share %.3g%s): $%.4g for the window; $%.4g per 1k successful inferences",
         p.preset.empty() ? std::string() : p.preset + ", ", p.hourly_usd, p.share(),
         p.unverified ? ", UNVERIFIED price" : "", r.cost->dollars, r.cost->usd_per_1k_success));
     if (r.cost->audio_seconds_per_dollar > 0) {
@@ -108,8 +109,9 @@ std::string FormatReport(const Report& r) {
                                             st.queue_ms_mean, st.compute_ms_mean, st.server_ms_mean));
     }
     if (m.metrics_scraped) {
-      absl::StrAppend(&out, "server /metrics: queue ", OptMs(m.queue_ms_mean), ", compute ", OptMs(m.compute_ms_mean),
-                      ", request ", OptMs(m.server_latency_ms_mean), ", batch size ",
+      absl::StrAppend(&out, "server /metrics (means over the run): queue wait ", OptMs(m.queue_ms_mean),
+                      " per request, request ", OptMs(m.server_latency_ms_mean), ", batch compute ",
+                      OptMs(m.compute_ms_mean), " per batch, batch size ",
                       m.batch_size_mean ? absl::StrFormat("%.2f", *m.batch_size_mean) : "not reported", "\n");
       absl::StrAppend(&out, "server peak RSS: ",
                       m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
@@ -118,7 +120,7 @@ std::string FormatReport(const Report& r) {
                       ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
                       " (sums over buckets)\n");
       for (const auto& [model, v] : m.padding_efficiency) {
-        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f\n", model, v));
+        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n", model, v));
       }
     } else {
       if (!m.metrics_error.empty()) absl::StrAppend(&out, "server /metrics: not read: ", m.metrics_error, "\n");

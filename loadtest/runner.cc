@@ -76,6 +76,7 @@ absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& wor
     record.scheduled_s = scheduled_s;
     record.sent_s = elapsed();
     record.measured = scheduled_s >= options.warmup_s && sent >= options.warmup_requests;
+    if (record.measured && measured_sent == 0 && options.on_measure_start) options.on_measure_start();
     result.max_send_lag_ms = std::max(result.max_send_lag_ms, (record.sent_s - scheduled_s) * 1e3);
     ++sent;
     progress_sent.store(sent);

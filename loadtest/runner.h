@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct RunOptions {
   uint64_t arrival_seed = 1;
   bool progress = true;
   std::string label;  // shown on the progress line
+  // Called once, on the sending thread, just before the first measured request is sent (warm-up over).
+  // Must return quickly (it delays that send).
+  std::function<void()> on_measure_start;
 };
 
 // One request as the load generator saw it. Times are seconds since the run started.

@@ -109,8 +109,11 @@ TEST_F(LoadtestE2eTest, ClosedLoopSendsExactlyTheRequestedCount) {
   EXPECT_GT(Number(doc, "/results/audio_s_per_s"), 0);
   EXPECT_GT(Number(doc, "/results/tokens"), 0);
   EXPECT_EQ(std::string(doc["run"]["stop_reason"].GetString()), "requests");
-  // The server saw the warm-up too: 220 rows in all (ModelStatistics, gRPC).
-  EXPECT_EQ(Number(doc, "/server/model_stats/0/inferences") + Number(doc, "/server/model_stats/1/inferences"), 220);
+  // The server's figures start when warm-up ends: the 200 measured rows, plus at most the 3 warm-up rows still
+  // in flight then (ModelStatistics over gRPC).
+  const double rows = Number(doc, "/server/model_stats/0/inferences") + Number(doc, "/server/model_stats/1/inferences");
+  EXPECT_GE(rows, 200);
+  EXPECT_LE(rows, 203);
   // /metrics: scraped when the server serves it, else the reason is reported; never a failure.
   const rapidjson::Value* scraped = rapidjson::Pointer("/server/metrics_scraped").Get(doc);
   ASSERT_NE(scraped, nullptr);
