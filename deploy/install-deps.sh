@@ -18,6 +18,8 @@ PACKAGES=(
   prometheus
   # front-end tests: TLS certificates generated with the openssl CLI; a venv for PyPI's tritonclient/perf_analyzer
   openssl python3-venv
+  # sluice-loadtest: recordings from a folder (WAV, FLAC, ...) through libsndfile
+  libsndfile1-dev
 )
 
 missing=()

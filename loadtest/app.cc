@@ -142,9 +142,20 @@ int RunApp(AppOptions o) {
     if (info->sample_rate_assumed) {
       spdlog::warn("model {}: no --model-repository to read the sample rate from; assuming 16000 Hz", share.model);
     }
+    std::shared_ptr<const AudioFolder> audio;
+    if (!o.audio_dir.empty() && info->is_speech()) {
+      absl::StatusOr<AudioFolder> folder = LoadAudioFolder(o.audio_dir, info->sample_rate, info->max_length);
+      if (!folder.ok()) {
+        std::cerr << "model " << share.model << ": " << folder.status().message() << "\n";
+        return kExitUsage;
+      }
+      spec = absl::StrCat("audio:", o.audio_dir, " (", folder->clips.size(), " clips, ", folder->truncated,
+                          " cut to the largest bucket)");
+      audio = std::make_shared<const AudioFolder>(*std::move(folder));
+    }
     report.models.push_back({info->name, info->kind, spec, share.weight, info->max_length, info->sample_rate,
                              info->sample_rate_assumed});
-    models.push_back({*std::move(info), share.weight, *std::move(profile)});
+    models.push_back({*std::move(info), share.weight, *std::move(profile), std::move(audio)});
   }
 
   int exit_code = kExitOk;

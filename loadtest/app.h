@@ -32,6 +32,7 @@ struct AppOptions {
   uint64_t seed = 1;
   int64_t vocab = 8192;
   std::string model_repository;
+  std::string audio_dir;  // recordings for the speech models (libsndfile), instead of generated noise
 
   // Load (RunOptions without the per-run fields) and checks.
   RunOptions run;

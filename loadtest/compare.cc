@@ -58,7 +58,8 @@ absl::StatusOr<rapidjson::Document> Parse(const std::string& json, const std::st
   rapidjson::Document doc;
   doc.Parse(json.c_str(), json.size());
   if (doc.HasParseError()) {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": not JSON (", rapidjson::GetParseError_En(doc.GetParseError()),
+    return absl::InvalidArgumentError(absl::StrCat(label, ": not JSON (",
+                                                   rapidjson::GetParseError_En(doc.GetParseError()),
                                                    " at offset ", doc.GetErrorOffset(), ")"));
   }
   if (!doc.IsObject() || !doc.HasMember("schema") || !doc["schema"].IsString() ||
@@ -90,7 +91,8 @@ std::optional<double> ModelStatsMean(const rapidjson::Document& doc, const char*
 }
 
 std::string Describe(const rapidjson::Document& doc) {
-  std::string mode = rapidjson::Pointer("/run/mode").Get(doc) ? rapidjson::Pointer("/run/mode").Get(doc)->GetString() : "";
+  const rapidjson::Value* mode_value = rapidjson::Pointer("/run/mode").Get(doc);
+  const std::string mode = mode_value != nullptr && mode_value->IsString() ? mode_value->GetString() : "";
   std::string level = mode == "closed" ? absl::StrCat("concurrency ", doc["run"]["concurrency"].GetInt64())
                                        : absl::StrFormat("rate %.4g", doc["run"]["rate"].GetDouble());
   std::string target = doc["config"]["target"].GetString();

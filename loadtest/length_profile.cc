@@ -21,7 +21,8 @@ absl::StatusOr<double> ParseLength(const std::string& text, int sample_rate) {
   }
   if (!seconds) return value;
   if (sample_rate <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("length '", text, "' is in seconds, but the model has no sample rate"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("length '", text, "' is in seconds, but the model has no sample rate"));
   }
   return value * sample_rate;
 }

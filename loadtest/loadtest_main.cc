@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
                  "file:PATH (N in steps, or seconds with an s suffix); default speech for speech models, "
                  "uniform:1-MAX otherwise")
       ->group("Workload");
+  app.add_option("--audio-dir", o.audio_dir,
+                 "send the recordings in this folder (WAV, FLAC, ... via libsndfile; mono-mixed, at the model's "
+                 "sample rate) to speech models instead of generated noise")
+      ->group("Workload");
   app.add_option("--max-length", o.max_length, "largest length to send (default: the model's largest bucket)")
       ->group("Workload");
   app.add_option("--seed", o.seed, "seed of inputs, lengths, model choice and arrivals")->capture_default_str()

@@ -47,7 +47,8 @@ absl::StatusOr<ModelInfo> FetchModelInfo(inference::GRPCInferenceService::Stub& 
   }
   for (int i = 2; i < input.shape_size(); ++i) {
     if (input.shape(i) < 1) {
-      return absl::UnimplementedError(absl::StrCat("model ", model, " input ", input.name(), " has a second variable axis"));
+      return absl::UnimplementedError(
+          absl::StrCat("model ", model, " input ", input.name(), " has a second variable axis"));
     }
     info.fixed_dims.push_back(input.shape(i));
     info.elements_per_step *= input.shape(i);
@@ -99,7 +100,9 @@ absl::StatusOr<std::vector<ModelShare>> ParseModelMix(const std::string& text) {
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     std::vector<std::string> name_weight = absl::StrSplit(part, absl::MaxSplits(':', 1));
     ModelShare share{name_weight[0], 1.0};
-    if (share.model.empty()) return absl::InvalidArgumentError(absl::StrCat("model mix '", text, "': empty model name"));
+    if (share.model.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("model mix '", text, "': empty model name"));
+    }
     if (name_weight.size() == 2 && (!absl::SimpleAtod(name_weight[1], &share.weight) || !(share.weight > 0))) {
       return absl::InvalidArgumentError(absl::StrCat("model mix '", text, "': weight of ", share.model,
                                                      " is not a positive number"));

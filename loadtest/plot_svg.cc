@@ -61,7 +61,8 @@ class Panel {
         for (double m : {1.0, 2.0, 5.0}) {
           const double t = decade * m;
           if (t < x0_ || t > x1_) continue;
-          absl::StrAppend(svg_, absl::StrFormat("<text x='%.1f' y='%.1f' font-size='11' text-anchor='middle'>%g</text>\n",
+          absl::StrAppend(svg_, absl::StrFormat("<text x='%.1f' y='%.1f' font-size='11' "
+                                                "text-anchor='middle'>%g</text>\n",
                                                 X(t), y0 + kPanelHeight - kBottom + 16, t));
         }
       }
@@ -112,8 +113,9 @@ void TimelinePanel(const Report& r, double y0, std::string* svg) {
     ymax = std::max(ymax, p.p99_ms);
     tmax = p.t_s + 1;
   }
-  Panel panel(svg, y0, "Latency over time (successful requests, per 1 s window)", "seconds since the measured window began",
-              "latency (ms)", 0, std::max(tmax, 1.0), 0, ymax * 1.1 + 1e-3, false);
+  Panel panel(svg, y0, "Latency over time (successful requests, per 1 s window)",
+              "seconds since the measured window began", "latency (ms)", 0, std::max(tmax, 1.0), 0,
+              ymax * 1.1 + 1e-3, false);
   const struct {
     double TimelinePoint::*field;
     const char* color;
@@ -148,11 +150,14 @@ void HistogramPanel(const Report& r, double y0, std::string* svg) {
   }
   const LatencyStats& l = r.summary.total.latency;
   int slot = 0;
-  for (const auto& [value, name, color] : {std::tuple{l.p50_ms, "p50", "#1f77b4"}, std::tuple{l.p99_ms, "p99", "#d62728"}}) {
-    absl::StrAppend(svg, absl::StrFormat("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-dasharray='4 3'/>"
+  for (const auto& [value, name, color] :
+       {std::tuple{l.p50_ms, "p50", "#1f77b4"}, std::tuple{l.p99_ms, "p99", "#d62728"}}) {
+    absl::StrAppend(svg, absl::StrFormat("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' "
+                                         "stroke-dasharray='4 3'/>"
                                          "<text x='%.1f' y='%.1f' font-size='11' fill='%s'>%s %.1f</text>\n",
                                          panel.X(value), panel.Y(top * 1.1), panel.X(value), panel.Y(0), color,
-                                         panel.X(value) + 3, panel.Y(top * 1.1) + 12 + 12 * slot++, color, name, value));
+                                         panel.X(value) + 3, panel.Y(top * 1.1) + 12 + 12 * slot++, color, name,
+                                         value));
   }
 }
 
@@ -162,7 +167,8 @@ void SweepPanel(const Report& r, double y0, std::string* svg) {
     xmax = std::max(xmax, s.summary.total.req_per_s);
     ymax = std::max(ymax, s.summary.total.latency.p99_ms);
   }
-  Panel panel(svg, y0, absl::StrCat("Sweep over ", r.sweep.front().knob, ": latency vs throughput (green PASS, red FAIL)"),
+  Panel panel(svg, y0,
+              absl::StrCat("Sweep over ", r.sweep.front().knob, ": latency vs throughput (green PASS, red FAIL)"),
               "throughput (successful req/s)", "latency (ms)", 0, xmax * 1.1 + 1e-3, 0, ymax * 1.1 + 1e-3, false);
   std::vector<std::pair<double, double>> p50, p99;
   for (const SweepStep& s : r.sweep) {

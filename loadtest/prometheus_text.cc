@@ -118,7 +118,9 @@ std::vector<std::string> PromScrape::HistogramFamilies() const {
   for (const PromSample& s : samples) names.insert(s.name);
   for (const std::string& n : names) {
     absl::string_view base = n;
-    if (absl::ConsumeSuffix(&base, "_sum") && names.count(absl::StrCat(base, "_count"))) families.insert(std::string(base));
+    if (absl::ConsumeSuffix(&base, "_sum") && names.count(absl::StrCat(base, "_count"))) {
+      families.insert(std::string(base));
+    }
   }
   return {families.begin(), families.end()};
 }

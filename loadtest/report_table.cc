@@ -120,7 +120,8 @@ std::string FormatReport(const Report& r) {
                       ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
                       " (sums over buckets)\n");
       for (const auto& [model, v] : m.padding_efficiency) {
-        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n", model, v));
+        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
+                                              model, v));
       }
     } else {
       if (!m.metrics_error.empty()) absl::StrAppend(&out, "server /metrics: not read: ", m.metrics_error, "\n");

@@ -100,7 +100,9 @@ absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& wor
   auto drop = [&](double scheduled_s) {
     RequestRecord record;
     record.index = options.first_index + static_cast<uint64_t>(sent);
-    std::tie(record.model, record.length) = workload.Draw(record.index);
+    const PlannedRequest drawn = workload.Draw(record.index);
+    record.model = drawn.model;
+    record.length = drawn.length;
     record.scheduled_s = record.sent_s = record.done_s = scheduled_s;
     record.code = -1;
     record.measured = scheduled_s >= options.warmup_s && sent >= options.warmup_requests;

@@ -13,7 +13,8 @@ namespace {
 bool IsSluice(absl::string_view name) { return absl::StartsWith(name, "sluice_"); }
 
 // The first histogram family (by name) accepted by `match`.
-std::optional<std::string> FindHistogram(const PromScrape& scrape, const std::function<bool(absl::string_view)>& match) {
+std::optional<std::string> FindHistogram(const PromScrape& scrape,
+                                         const std::function<bool(absl::string_view)>& match) {
   for (const std::string& family : scrape.HistogramFamilies()) {
     if (IsSluice(family) && match(family)) return family;
   }
@@ -75,7 +76,8 @@ void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::o
   if (auto f = FindHistogram(after, [&](absl::string_view n) { return absl::StrContains(n, "queue") && seconds(n); })) {
     out.queue_ms_mean = MeanDelta(before, after, *f, 1e3);
   }
-  if (auto f = FindHistogram(after, [&](absl::string_view n) { return absl::StrContains(n, "compute") && seconds(n); })) {
+  if (auto f = FindHistogram(after,
+                             [&](absl::string_view n) { return absl::StrContains(n, "compute") && seconds(n); })) {
     out.compute_ms_mean = MeanDelta(before, after, *f, 1e3);
   }
   if (auto f = FindHistogram(after, [&](absl::string_view n) {
@@ -107,7 +109,8 @@ void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::o
                                               "computed_samples_total");
     for (const std::string& model : after.LabelValues(real, "model")) {
       const double r = *after.Sum(real, "model", model) - before.Sum(real, "model", model).value_or(0);
-      const double c = after.Sum(computed, "model", model).value_or(0) - before.Sum(computed, "model", model).value_or(0);
+      const double c =
+          after.Sum(computed, "model", model).value_or(0) - before.Sum(computed, "model", model).value_or(0);
       if (c > 0) out.padding_efficiency[model] = r / c;
     }
   }

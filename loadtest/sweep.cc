@@ -36,7 +36,8 @@ std::vector<Verdict> SweepVerdicts(const SloSpec& slo, const std::string& knob, 
   std::vector<Verdict> verdicts = Evaluate(slo, summary);
   if (knob == "rate") {
     const double delivered = summary.total.req_per_s / level;
-    verdicts.push_back({"delivered / offered rate", ">=", kMinDeliveredShare, delivered, delivered >= kMinDeliveredShare});
+    verdicts.push_back(
+        {"delivered / offered rate", ">=", kMinDeliveredShare, delivered, delivered >= kMinDeliveredShare});
   }
   return verdicts;
 }

@@ -27,7 +27,8 @@ struct SweepOptions {
 absl::StatusOr<std::vector<double>> SweepLevels(const SweepOptions& options);
 
 // The verdicts of one step (SLO plus, for rates, the delivered share of the offered rate).
-std::vector<Verdict> SweepVerdicts(const SloSpec& slo, const std::string& knob, double level, const RunSummary& summary);
+std::vector<Verdict> SweepVerdicts(const SloSpec& slo, const std::string& knob, double level,
+                                   const RunSummary& summary);
 
 // Runs `measure(level)` per level; fills `steps` and `best` (highest successful req/s among passing steps).
 absl::Status RunSweep(const SweepOptions& options, const SloSpec& slo,

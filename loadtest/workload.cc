@@ -41,7 +41,13 @@ absl::StatusOr<std::unique_ptr<Workload>> Workload::Create(std::vector<WorkloadM
   double running = 0;
   int64_t float_elements = 0, int64_elements = 0, int32_elements = 0;
   for (const WorkloadModel& m : models) {
-    if (!m.profile) return absl::InvalidArgumentError(absl::StrCat("model ", m.info.name, " has no length profile"));
+    if (!m.profile && !m.audio) {
+      return absl::InvalidArgumentError(absl::StrCat("model ", m.info.name, " has no length profile"));
+    }
+    if (m.audio && (m.info.datatype != "FP32" || m.info.elements_per_step != 1 || m.audio->clips.empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", m.info.name, ": audio clips need one FP32 sample per step"));
+    }
     running += m.weight / total;
     w->cumulative_.push_back(running);
     const int64_t elements = m.info.max_length * m.info.elements_per_step + kPoolSlack;
@@ -58,25 +64,35 @@ absl::StatusOr<std::unique_ptr<Workload>> Workload::Create(std::vector<WorkloadM
   }
   w->cumulative_.back() = 1.0;
   const int64_t max_id = std::max<int64_t>(2, vocab) - 1;
-  w->float_pool_ = MakePool<float>(float_elements, MixSeed(seed, ~0ULL), std::uniform_real_distribution<float>(-0.3f, 0.3f));
-  w->int64_pool_ = MakePool<int64_t>(int64_elements, MixSeed(seed, ~1ULL), std::uniform_int_distribution<int64_t>(1, max_id));
-  w->int32_pool_ = MakePool<int32_t>(int32_elements, MixSeed(seed, ~2ULL), std::uniform_int_distribution<int64_t>(1, max_id));
+  w->float_pool_ = MakePool<float>(float_elements, MixSeed(seed, ~0ULL),
+                                   std::uniform_real_distribution<float>(-0.3f, 0.3f));
+  w->int64_pool_ = MakePool<int64_t>(int64_elements, MixSeed(seed, ~1ULL),
+                                     std::uniform_int_distribution<int64_t>(1, max_id));
+  w->int32_pool_ = MakePool<int32_t>(int32_elements, MixSeed(seed, ~2ULL),
+                                     std::uniform_int_distribution<int64_t>(1, max_id));
   w->models_ = std::move(models);
   return w;
 }
 
-std::pair<int, int64_t> Workload::Draw(uint64_t index) const {
+PlannedRequest Workload::Draw(uint64_t index) const {
   std::mt19937_64 rng(MixSeed(seed_, index));
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-  const int model = static_cast<int>(std::upper_bound(cumulative_.begin(), cumulative_.end() - 1, u) -
-                                     cumulative_.begin());
-  return {model, models_[model].profile->Sample(rng)};
+  PlannedRequest planned;
+  planned.index = index;
+  planned.model = static_cast<int>(std::upper_bound(cumulative_.begin(), cumulative_.end() - 1, u) -
+                                   cumulative_.begin());
+  const WorkloadModel& m = models_[planned.model];
+  if (m.audio) {
+    planned.clip = static_cast<int>(std::uniform_int_distribution<size_t>(0, m.audio->clips.size() - 1)(rng));
+    planned.length = static_cast<int64_t>(m.audio->clips[planned.clip].samples.size());
+  } else {
+    planned.length = m.profile->Sample(rng);
+  }
+  return planned;
 }
 
 PlannedRequest Workload::Make(uint64_t index) const {
-  PlannedRequest planned;
-  planned.index = index;
-  std::tie(planned.model, planned.length) = Draw(index);
+  PlannedRequest planned = Draw(index);
   const ModelInfo& info = models_[planned.model].info;
   const std::string& pool = info.datatype == "FP32"    ? float_pool_
                             : info.datatype == "INT64" ? int64_pool_
@@ -94,7 +110,12 @@ PlannedRequest Workload::Make(uint64_t index) const {
   input->add_shape(1);
   input->add_shape(planned.length);
   for (int64_t d : info.fixed_dims) input->add_shape(d);
-  proto.add_raw_input_contents(pool.substr(offset * element_size, elements * element_size));
+  if (planned.clip >= 0) {
+    const std::vector<float>& samples = models_[planned.model].audio->clips[planned.clip].samples;
+    proto.add_raw_input_contents(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
+  } else {
+    proto.add_raw_input_contents(pool.substr(offset * element_size, elements * element_size));
+  }
   return planned;
 }
 

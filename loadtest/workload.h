@@ -1,7 +1,8 @@
 // The generated traffic: request number i of a run — which model (by the mix's weights), how long (by that
 // model's length profile) and its input data — is a pure function of (seed, i), so two runs with one seed
 // send the same requests whatever the timing or the thread that builds them. Input data are slices of a
-// seeded noise pool (FP32 audio-like noise in [-0.3, 0.3]; token ids in [1, vocab)).
+// seeded noise pool (FP32 audio-like noise in [-0.3, 0.3]; token ids in [1, vocab)), or — for a model given
+// recordings — one of its audio clips, chosen by the same seeded draw, whose length replaces the profile's.
 // Thread-safety: immutable after Create(); Make() may be called from any number of threads.
 #pragma once
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpc_service.pb.h"
+#include "loadtest/audio_folder.h"
 #include "loadtest/length_profile.h"
 #include "loadtest/model_info.h"
 
@@ -21,12 +23,14 @@ struct WorkloadModel {
   ModelInfo info;
   double weight = 1.0;  // share of requests; the weights are normalised
   std::unique_ptr<LengthProfile> profile;
+  std::shared_ptr<const AudioFolder> audio;  // optional: recordings to send instead of noise (FP32 inputs)
 };
 
 struct PlannedRequest {
   uint64_t index = 0;
   int model = 0;  // index into Workload::models()
   int64_t length = 0;
+  int clip = -1;  // index into the model's audio clips, -1 for generated data
   inference::ModelInferRequest proto;
 };
 
@@ -37,8 +41,8 @@ class Workload {
                                                           int64_t vocab = 8192);
 
   PlannedRequest Make(uint64_t index) const;
-  // The model and length of request `index` without building its input (cheap; same draw as Make()).
-  std::pair<int, int64_t> Draw(uint64_t index) const;
+  // The model, length and clip of request `index` without building its input (cheap; same draw as Make()).
+  PlannedRequest Draw(uint64_t index) const;
 
   const std::vector<WorkloadModel>& models() const { return models_; }
   uint64_t seed() const { return seed_; }

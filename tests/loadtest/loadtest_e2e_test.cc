@@ -1,11 +1,12 @@
 // sluice-loadtest end to end: the real sluice-server process on 127.0.0.1 serving `sim` models (written by the
 // test into SLUICE_MODELS_DIR), driven by the real sluice-loadtest binary. Checks counts, the open-loop rate,
-// JSON fields, SLO exit codes, errors by code, --compare, a sweep, and --verify catching wrong outputs (the
-// sim text_embed answers with row lengths, not the embeddings of the exported reference set).
+// JSON fields, recordings from a folder, SLO exit codes, errors by code, --compare, a sweep, and --verify
+// catching wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <rapidjson/pointer.h>
+#include <sndfile.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -143,6 +144,29 @@ TEST_F(LoadtestE2eTest, GammaArrivalsAndFixedLengths) {
   EXPECT_NEAR(Number(doc, "/results/audio_seconds"), 60.0, 1e-9);  // 60 requests of exactly 1 s
 }
 
+TEST_F(LoadtestE2eTest, RecordingsFromAFolder) {
+  const std::filesystem::path dir = Path("wav");
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"a.wav", "b.wav", "c.wav"}) {  // 1.5 s each, 16 kHz mono
+    SF_INFO info{};
+    info.samplerate = 16000;
+    info.channels = 1;
+    info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    SNDFILE* file = sf_open((dir / name).c_str(), SFM_WRITE, &info);
+    ASSERT_NE(file, nullptr);
+    std::vector<float> samples(24000, 0.05f);
+    sf_writef_float(file, samples.data(), samples.size());
+    sf_close(file);
+  }
+  const std::string json = Path("wav.json");
+  Result r = Run("-m asr_ctc --audio-dir " + dir.string() + " -c 2 -n 30 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("3 clips"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/results/ok"), 30);
+  EXPECT_NEAR(Number(doc, "/results/audio_seconds"), 45.0, 1e-9);
+}
+
 TEST_F(LoadtestE2eTest, SloVerdictsDecideTheExitCode) {
   const std::string loose = Path("loose.yaml"), strict = Path("strict.yaml");
   std::ofstream(loose) << "latency_ms: {p99: 5000}\nmax_error_rate: 0.0\nmin_throughput_rps: 1\n"
@@ -174,7 +198,8 @@ TEST_F(LoadtestE2eTest, DeadlinesAreCountedByCode) {
 TEST_F(LoadtestE2eTest, CompareShowsTwoRunsSideBySide) {
   const std::string a = Path("c1.json"), b = Path("c8.json");
   ASSERT_EQ(Run("-m asr_ctc -c 1 -n 40 --json " + a).exit_code, 0);
-  ASSERT_EQ(Run("-m asr_ctc -c 8 -n 80 --pricing " SLUICE_PRICING_YAML " --preset inf2.xlarge --json " + b).exit_code, 0);
+  ASSERT_EQ(Run("-m asr_ctc -c 8 -n 80 --pricing " SLUICE_PRICING_YAML " --preset inf2.xlarge --json " + b).exit_code,
+            0);
   Result r = Run("--compare " + a + " " + b, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("concurrency 1"));

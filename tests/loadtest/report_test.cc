@@ -66,7 +66,7 @@ std::unique_ptr<Workload> SpeechWorkload() {
   info.max_length = 256000;
   info.sample_rate = 16000;
   std::vector<WorkloadModel> models;
-  models.push_back({info, 1.0, *LengthProfile::Create("fixed:32000", 16000, 256000)});
+  models.push_back({info, 1.0, *LengthProfile::Create("fixed:32000", 16000, 256000), nullptr});
   return *Workload::Create(std::move(models), 1);
 }
 

@@ -1,5 +1,5 @@
 // Unit tests of the traffic side of sluice-loadtest: arrival processes (rate and burstiness, deterministic by
-// seed), length profiles, model mixes and the seeded workload.
+// seed), length profiles, model mixes, the seeded workload and recordings read from a folder.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +8,10 @@
 #include <fstream>
 #include <numeric>
 
+#include <sndfile.h>
+
 #include "loadtest/arrival_process.h"
+#include "loadtest/audio_folder.h"
 #include "loadtest/length_profile.h"
 #include "loadtest/model_info.h"
 #include "loadtest/summary.h"
@@ -147,8 +150,10 @@ ModelInfo Info(const std::string& name, const std::string& kind, const std::stri
 
 std::unique_ptr<Workload> MakeWorkload(uint64_t seed) {
   std::vector<WorkloadModel> models;
-  models.push_back({Info("asr_ctc", "speech", "FP32", 256000), 0.7, *LengthProfile::Create("speech", 16000, 256000)});
-  models.push_back({Info("text_embed", "text", "INT64", 512), 0.3, *LengthProfile::Create("uniform:1-512", 0, 512)});
+  models.push_back(
+      {Info("asr_ctc", "speech", "FP32", 256000), 0.7, *LengthProfile::Create("speech", 16000, 256000), nullptr});
+  models.push_back(
+      {Info("text_embed", "text", "INT64", 512), 0.3, *LengthProfile::Create("uniform:1-512", 0, 512), nullptr});
   return *Workload::Create(std::move(models), seed);
 }
 
@@ -159,7 +164,8 @@ TEST(WorkloadTest, RequestsArePureFunctionsOfSeedAndIndex) {
     PlannedRequest x = a->Make(i), y = b->Make(i), z = c->Make(i);
     EXPECT_EQ(x.proto.SerializeAsString(), y.proto.SerializeAsString()) << i;
     differs += x.proto.SerializeAsString() != z.proto.SerializeAsString();
-    EXPECT_EQ(a->Draw(i), std::make_pair(x.model, x.length));
+    EXPECT_EQ(a->Draw(i).model, x.model);
+    EXPECT_EQ(a->Draw(i).length, x.length);
     const auto& input = x.proto.inputs(0);
     ASSERT_EQ(input.shape_size(), 2);
     EXPECT_EQ(input.shape(0), 1);
@@ -175,7 +181,7 @@ TEST(WorkloadTest, MixSharesFollowTheWeightsAndTokensStayInVocabulary) {
   auto w = MakeWorkload(1);
   int asr = 0;
   const int n = 20000;
-  for (int i = 0; i < n; ++i) asr += w->Draw(i).first == 0;
+  for (int i = 0; i < n; ++i) asr += w->Draw(i).model == 0;
   EXPECT_NEAR(asr / static_cast<double>(n), 0.7, 0.015);
   for (uint64_t i = 0; i < 200; ++i) {
     PlannedRequest r = w->Make(i);
@@ -188,6 +194,64 @@ TEST(WorkloadTest, MixSharesFollowTheWeightsAndTokensStayInVocabulary) {
       ASSERT_LT(id, 8192);
     }
   }
+}
+
+// Writes `frames` frames of `channels` channels at `rate` Hz; sample f of channel c is (f + c) / 1000.
+void WriteWav(const std::filesystem::path& path, int rate, int channels, int frames) {
+  SF_INFO info{};
+  info.samplerate = rate;
+  info.channels = channels;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  SNDFILE* file = sf_open(path.c_str(), SFM_WRITE, &info);
+  ASSERT_NE(file, nullptr) << sf_strerror(nullptr);
+  std::vector<float> data(frames * channels);
+  for (int f = 0; f < frames; ++f) {
+    for (int c = 0; c < channels; ++c) data[f * channels + c] = (f + c) / 1000.0f;
+  }
+  sf_writef_float(file, data.data(), frames);
+  sf_close(file);
+}
+
+TEST(AudioFolderTest, ReadsMixesDownCutsAndFeedsTheWorkload) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lt_audio_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  WriteWav(dir / "a.wav", 16000, 1, 800);
+  WriteWav(dir / "b.wav", 16000, 2, 300);   // stereo: averaged to mono
+  WriteWav(dir / "c.wav", 16000, 1, 5000);  // longer than the largest bucket below
+  auto folder = LoadAudioFolder(dir.string(), 16000, 1000);
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  ASSERT_EQ(folder->clips.size(), 3u);
+  EXPECT_EQ(folder->clips[0].name, "a.wav");
+  EXPECT_EQ(folder->clips[0].samples.size(), 800u);
+  EXPECT_NEAR(folder->clips[1].samples[10], (10 + 11) / 2000.0, 1e-6);
+  EXPECT_EQ(folder->clips[2].samples.size(), 1000u);
+  EXPECT_EQ(folder->truncated, 1);
+
+  ModelInfo info = Info("asr_ctc", "speech", "FP32", 1000);
+  std::vector<WorkloadModel> models;
+  models.push_back({info, 1.0, nullptr, std::make_shared<const AudioFolder>(*folder)});
+  auto workload = Workload::Create(std::move(models), 3);
+  ASSERT_TRUE(workload.ok()) << workload.status();
+  std::set<int> clips;
+  for (uint64_t i = 0; i < 40; ++i) {
+    PlannedRequest r = (*workload)->Make(i);
+    ASSERT_GE(r.clip, 0);
+    clips.insert(r.clip);
+    const std::vector<float>& want = folder->clips[r.clip].samples;
+    EXPECT_EQ(r.length, static_cast<int64_t>(want.size()));
+    EXPECT_EQ(r.proto.raw_input_contents(0),
+              std::string(reinterpret_cast<const char*>(want.data()), want.size() * sizeof(float)));
+  }
+  EXPECT_EQ(clips.size(), 3u);
+
+  WriteWav(dir / "d.wav", 8000, 1, 100);
+  auto wrong_rate = LoadAudioFolder(dir.string(), 16000, 1000);
+  ASSERT_FALSE(wrong_rate.ok());
+  EXPECT_THAT(std::string(wrong_rate.status().message()), HasSubstr("8000 Hz"));
+  std::ofstream(dir / "d.wav") << "not audio";
+  EXPECT_FALSE(LoadAudioFolder(dir.string(), 16000, 1000).ok());
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(LoadAudioFolder(dir.string(), 16000, 1000).ok());
 }
 
 }  // namespace

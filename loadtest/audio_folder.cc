@@ -1,0 +1,55 @@
+#include "loadtest/audio_folder.h"
+
+#include <sndfile.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::loadtest {
+
+absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_rate, int64_t max_length) {
+  std::error_code error;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.is_regular_file() && entry.path().filename().string().rfind('.', 0) != 0) files.push_back(entry.path());
+  }
+  if (error) return absl::NotFoundError(absl::StrCat("audio folder '", dir, "': ", error.message()));
+  std::sort(files.begin(), files.end());
+  AudioFolder folder;
+  for (const std::filesystem::path& path : files) {
+    SF_INFO info{};
+    SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
+    if (file == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not audio libsndfile reads (",
+                                                     sf_strerror(nullptr), ")"));
+    }
+    if (info.samplerate != sample_rate) {
+      sf_close(file);
+      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", info.samplerate, " Hz, the model takes ",
+                                                     sample_rate, " Hz (resample it first)"));
+    }
+    std::vector<float> interleaved(static_cast<size_t>(info.frames) * info.channels);
+    const sf_count_t frames = sf_readf_float(file, interleaved.data(), info.frames);
+    sf_close(file);
+    AudioClip clip;
+    clip.name = path.filename().string();
+    clip.samples.resize(static_cast<size_t>(frames));
+    for (sf_count_t f = 0; f < frames; ++f) {
+      float sum = 0;
+      for (int c = 0; c < info.channels; ++c) sum += interleaved[f * info.channels + c];
+      clip.samples[f] = sum / info.channels;
+    }
+    if (clip.samples.empty()) continue;
+    if (static_cast<int64_t>(clip.samples.size()) > max_length) {
+      clip.samples.resize(max_length);
+      ++folder.truncated;
+    }
+    folder.clips.push_back(std::move(clip));
+  }
+  if (folder.clips.empty()) return absl::NotFoundError(absl::StrCat("audio folder '", dir, "' holds no audio"));
+  return folder;
+}
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,29 @@
+// Speech inputs from real recordings: every audio file libsndfile reads (WAV, FLAC, OGG, ...) in a folder,
+// as mono float PCM at the model's sample rate (several channels are averaged; a different sample rate is an
+// error: nothing is resampled). Clips longer than the model's largest bucket are cut to it, and counted.
+// Thread-safety: plain values and a pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::loadtest {
+
+struct AudioClip {
+  std::string name;  // file name within the folder
+  std::vector<float> samples;
+};
+
+struct AudioFolder {
+  std::vector<AudioClip> clips;  // sorted by file name
+  int truncated = 0;             // clips cut to max_length
+};
+
+// Fails on an unreadable folder, a file libsndfile cannot read, a sample rate other than `sample_rate`, or a
+// folder with no audio. Files whose names start with '.' are skipped.
+absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_rate, int64_t max_length);
+
+}  // namespace sluice::loadtest
