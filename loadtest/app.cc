@@ -204,6 +204,7 @@ int RunApp(AppOptions o) {
     o.run.on_measure_start = begin_monitor;
 
     RunResult last_run;
+    std::vector<RunResult> step_runs;  // a sweep's runs, for the best step's timeline and histogram
     if (!o.sweep.knob.empty()) {
       if (o.sweep.levels.empty()) {
         o.sweep.start = o.sweep.knob == "rate" ? (o.run.rate > 0 ? o.run.rate : 1.0)
@@ -218,16 +219,19 @@ int RunApp(AppOptions o) {
         step.label = absl::StrCat(o.sweep.knob, " ", level);
         absl::StatusOr<RunResult> run = RunLoad(step, **workload, **client);
         if (!run.ok()) return run.status();
-        last_run = *std::move(run);
-        return Summarize(last_run, **workload, arrival_name, step.burstiness, good);
+        step_runs.push_back(*std::move(run));
+        return Summarize(step_runs.back(), **workload, arrival_name, step.burstiness, good);
       };
       if (absl::Status s = RunSweep(o.sweep, sweep_slo, measure, report.sweep, report.sweep_best); !s.ok()) {
         std::cerr << s.message() << "\n";
         return absl::IsInvalidArgument(s) ? kExitUsage : kExitServer;
       }
       if (!report.sweep_best) exit_code = kExitCheckFailed;
-      // The table's main section shows the best passing step (or the last one).
-      report.summary = report.sweep[report.sweep_best.value_or(report.sweep.size() - 1)].summary;
+      // The table, timeline and histogram show the best passing step (or the last one).
+      const size_t shown = report.sweep_best.value_or(report.sweep.size() - 1);
+      report.summary = report.sweep[shown].summary;
+      last_run = std::move(step_runs[shown]);
+      step_runs.clear();
     } else {
       absl::StatusOr<RunResult> run = RunLoad(o.run, **workload, **client);
       if (!run.ok()) {
@@ -239,6 +243,13 @@ int RunApp(AppOptions o) {
     }
     begin_monitor();  // when nothing was measured
     report.server = monitor.End();
+    for (ModelServerStats& st : report.server->model_stats) {
+      for (const ThroughputStats& m : report.summary.per_model) {
+        if (m.model == st.model && m.latency.count > 0 && st.inferences > 0 && o.sweep.knob.empty()) {
+          st.client_minus_server_ms = m.latency.mean_ms - st.server_ms_mean;
+        }
+      }
+    }
     report.timeline = BuildTimeline(last_run, 1.0);
     report.histogram = BuildHistogram(last_run, 40);
     if (!o.slo_path.empty()) {

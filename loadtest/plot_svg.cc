@@ -57,14 +57,14 @@ class Panel {
                                             kLeft, Y(t), kWidth - kRight, Y(t), kLeft - 5, Y(t) + 4, t));
     }
     if (log_x_) {
-      for (double decade = std::pow(10, std::floor(std::log10(x0_))); decade <= x1_ * 1.0001; decade *= 10) {
-        for (double m : {1.0, 2.0, 5.0}) {
-          const double t = decade * m;
-          if (t < x0_ || t > x1_) continue;
-          absl::StrAppend(svg_, absl::StrFormat("<text x='%.1f' y='%.1f' font-size='11' "
-                                                "text-anchor='middle'>%g</text>\n",
-                                                X(t), y0 + kPanelHeight - kBottom + 16, t));
-        }
+      // Seven geometrically spaced ticks, rounded to two significant digits.
+      for (int i = 0; i <= 6; ++i) {
+        const double raw = x0_ * std::pow(x1_ / x0_, i / 6.0);
+        const double scale = std::pow(10.0, std::floor(std::log10(raw)) - 1);
+        const double t = std::round(raw / scale) * scale;
+        absl::StrAppend(svg_, absl::StrFormat("<text x='%.1f' y='%.1f' font-size='11' "
+                                              "text-anchor='middle'>%g</text>\n",
+                                              X(t), y0 + kPanelHeight - kBottom + 16, t));
       }
     } else {
       for (double t : Ticks(x0_, x1_, 8)) {
@@ -152,12 +152,14 @@ void HistogramPanel(const Report& r, double y0, std::string* svg) {
   int slot = 0;
   for (const auto& [value, name, color] :
        {std::tuple{l.p50_ms, "p50", "#1f77b4"}, std::tuple{l.p99_ms, "p99", "#d62728"}}) {
+    const bool right_edge = panel.X(value) > kWidth - kRight - 80;  // label on the left of the line there
     absl::StrAppend(svg, absl::StrFormat("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' "
                                          "stroke-dasharray='4 3'/>"
-                                         "<text x='%.1f' y='%.1f' font-size='11' fill='%s'>%s %.1f</text>\n",
+                                         "<text x='%.1f' y='%.1f' font-size='11' fill='%s' text-anchor='%s'>"
+                                         "%s %.1f</text>\n",
                                          panel.X(value), panel.Y(top * 1.1), panel.X(value), panel.Y(0), color,
-                                         panel.X(value) + 3, panel.Y(top * 1.1) + 12 + 12 * slot++, color, name,
-                                         value));
+                                         panel.X(value) + (right_edge ? -3 : 3), panel.Y(top * 1.1) + 12 + 12 * slot++,
+                                         color, right_edge ? "end" : "start", name, value));
   }
 }
 
@@ -169,7 +171,7 @@ void SweepPanel(const Report& r, double y0, std::string* svg) {
   }
   Panel panel(svg, y0,
               absl::StrCat("Sweep over ", r.sweep.front().knob, ": latency vs throughput (green PASS, red FAIL)"),
-              "throughput (successful req/s)", "latency (ms)", 0, xmax * 1.1 + 1e-3, 0, ymax * 1.1 + 1e-3, false);
+              "throughput (successful req/s)", "latency (ms)", 0, xmax * 1.25 + 1e-3, 0, ymax * 1.1 + 1e-3, false);
   std::vector<std::pair<double, double>> p50, p99;
   for (const SweepStep& s : r.sweep) {
     p50.emplace_back(s.summary.total.req_per_s, s.summary.total.latency.p50_ms);

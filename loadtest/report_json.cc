@@ -127,6 +127,7 @@ void WriteServer(Writer& w, const ServerMetrics& m) {
     Num(w, "compute_ms_mean", s.compute_ms_mean);
     Num(w, "server_ms_mean", s.server_ms_mean);
     Num(w, "rows_per_execution", s.rows_per_execution);
+    Opt(w, "client_minus_server_ms", s.client_minus_server_ms);
     w.EndObject();
   }
   w.EndArray();

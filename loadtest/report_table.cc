@@ -53,6 +53,7 @@ std::string FormatReport(const Report& r) {
   std::string out;
   const RunSummary& s = r.summary;
   absl::StrAppend(&out, "sluice-loadtest ", r.target, ": ", RunLine(s), "\n");
+  if (!r.sweep.empty()) absl::StrAppend(&out, "  (the sweep's best passing step, else its last; every step below)\n");
   for (const ModelDescription& m : r.models) {
     absl::StrAppend(&out, absl::StrFormat("  %-12s %-8s share %.2f  lengths %s (max %d%s)\n", m.name, m.kind, m.weight,
                                           m.profile, m.max_length,
@@ -102,11 +103,17 @@ std::string FormatReport(const Report& r) {
   }
   if (r.server) {
     const ServerMetrics& m = *r.server;
+    if (!r.sweep.empty()) absl::StrAppend(&out, "server figures span the whole sweep:\n");
     for (const ModelServerStats& st : m.model_stats) {
       absl::StrAppend(&out, absl::StrFormat("server %s (ModelStatistics): %d rows in %d executions (%.2f rows each); "
                                             "per row: queue %.2f ms, compute %.2f ms, server total %.2f ms\n",
                                             st.model, st.inferences, st.executions, st.rows_per_execution,
                                             st.queue_ms_mean, st.compute_ms_mean, st.server_ms_mean));
+      if (st.client_minus_server_ms) {
+        absl::StrAppend(&out, absl::StrFormat("  client mean - server mean: %.2f ms (transport, serialisation, "
+                                              "client)\n",
+                                              *st.client_minus_server_ms));
+      }
     }
     if (m.metrics_scraped) {
       absl::StrAppend(&out, "server /metrics (means over the run): queue wait ", OptMs(m.queue_ms_mean),

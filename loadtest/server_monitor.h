@@ -31,6 +31,9 @@ struct ModelServerStats {
   int64_t inferences = 0, executions = 0;
   double queue_ms_mean = 0, compute_ms_mean = 0, server_ms_mean = 0;  // per successful row
   double rows_per_execution = 0;
+  // The client's mean latency for this model minus server_ms_mean: transport, (de)serialisation and client
+  // time. Filled by the caller, which knows the client's figures; nullopt when not computed.
+  std::optional<double> client_minus_server_ms;
 };
 
 struct ServerMetrics {
