@@ -41,6 +41,7 @@ class HttpService {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  int listen_socket_ = -1;  // set while binding; not owned (httplib closes it)
 };
 
 }  // namespace sluice

@@ -3,7 +3,8 @@
 // RESOURCE_EXHAUSTED over gRPC and 429 + Retry-After over HTTP; a gRPC deadline on a long queue ends in
 // DEADLINE_EXCEEDED and the request never runs (its queue slot is freed at once); Triton's `timeout` parameter
 // expires a queued request server-side (gRPC and HTTP); a cancelled gRPC call withdraws its queued request; SIGTERM
-// drains over gRPC (health NOT_SERVING, ServerReady false, new calls UNAVAILABLE, accepted calls answered, exit 0).
+// drains over gRPC and over HTTP (health NOT_SERVING / ready 503, new calls UNAVAILABLE / 503, every accepted
+// request answered in full, exit 0).
 // Timelines leave hundreds of milliseconds between the steps they rely on, so a busy machine does not change them.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -25,26 +26,34 @@ using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using std::chrono::milliseconds;
 
-constexpr int kBatchMs = 1000;  // how long the sim instance takes for every batch
+constexpr int kBatchMs = 2000;  // how long the sim instance takes for every batch of `slow`
+constexpr milliseconds kStep(500);  // between the steps of a timeline: far above scheduling noise on a busy machine
 
-// <tmp>/sluice_queue_repo_<pid>/slow/config.yaml: one sim instance, one bucket, batch size 1, a queue of 2.
-std::string WriteSimRepository() {
-  const auto dir = std::filesystem::temp_directory_path() / ("sluice_queue_repo_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir / "slow");
-  std::ofstream(dir / "slow" / "config.yaml")
-      << "name: slow\nkind: generic\n"
+void WriteSimModel(const std::filesystem::path& repository, const std::string& name, int base_ms,
+                   const std::string& batch_sizes, int max_queue_size) {
+  std::filesystem::create_directories(repository / name);
+  std::ofstream(repository / name / "config.yaml")
+      << "name: " << name << "\nkind: generic\n"
       << "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
       << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
-      << "buckets: {lengths: [16], batch_sizes: [1]}\n"
-      << "batching: {max_queue_delay_ms: 0, max_queue_size: 2}\n"
+      << "buckets: {lengths: [16], batch_sizes: [" << batch_sizes << "]}\n"
+      << "batching: {max_queue_delay_ms: 0, max_queue_size: " << max_queue_size << "}\n"
       << "instances: [{count: 1, device: sim}]\n"
-      << "sim: {base_ms: " << kBatchMs << ", per_sample_us: 0}\n";
+      << "sim: {base_ms: " << base_ms << ", per_sample_us: 0}\n";
+}
+
+// <tmp>/sluice_queue_repo_<pid>/: `slow` (one instance, batch size 1, every batch kBatchMs, a queue of 2) and
+// `drain` (batches of 1 or 4 taking 1 s, a queue of 64).
+std::string WriteSimRepository() {
+  const auto dir = std::filesystem::temp_directory_path() / ("sluice_queue_repo_" + std::to_string(::getpid()));
+  WriteSimModel(dir, "slow", kBatchMs, "1", 2);
+  WriteSimModel(dir, "drain", 1000, "1, 4", 64);
   return dir.string();
 }
 
-ModelInferRequest SlowRequest(std::optional<int64_t> timeout_us = std::nullopt) {
+ModelInferRequest SlowRequest(std::optional<int64_t> timeout_us = std::nullopt, const std::string& model = "slow") {
   ModelInferRequest request;
-  request.set_model_name("slow");
+  request.set_model_name(model);
   auto* input = request.add_inputs();
   input->set_name("x");
   input->set_datatype("FP32");
@@ -71,6 +80,12 @@ std::unique_ptr<Call> StartCall(inference::GRPCInferenceService::Stub* stub, Mod
   Call* c = call.get();
   c->status = std::async(std::launch::async, [stub, c] { return stub->ModelInfer(&c->context, c->request, &c->response); });
   return call;
+}
+
+// "draining N accepted request(s)" from the server log: the requests in flight when SIGTERM came.
+int DrainedCount(const std::string& log) {
+  const size_t at = log.find("draining ");
+  return at == std::string::npos ? -1 : std::stoi(log.substr(at + 9));
 }
 
 struct Counts {
@@ -107,12 +122,12 @@ class FrontendQueueTest : public ::testing::Test {
   static std::vector<std::unique_ptr<Call>> Occupy(int queued, std::optional<milliseconds> first_queued_deadline = {}) {
     std::vector<std::unique_ptr<Call>> calls;
     calls.push_back(StartCall(stub_, SlowRequest()));
-    std::this_thread::sleep_for(milliseconds(150));  // taken off the queue by the instance
+    std::this_thread::sleep_for(kStep);  // taken off the queue by the instance
     for (int i = 0; i < queued; ++i) {
       calls.push_back(i == 0 && first_queued_deadline ? StartCall(stub_, SlowRequest(), *first_queued_deadline)
                                                       : StartCall(stub_, SlowRequest()));
     }
-    std::this_thread::sleep_for(milliseconds(150));  // queued
+    if (queued > 0) std::this_thread::sleep_for(kStep);  // queued
     return calls;
   }
 
@@ -143,12 +158,12 @@ TEST_F(FrontendQueueTest, FullQueueIsResourceExhaustedOverGrpcAnd429OverHttp) {
 
 TEST_F(FrontendQueueTest, GrpcDeadlineBecomesTheRequestDeadline) {
   const Counts before = Stats();
-  // t=0: A runs until t=1000. t=150: B (deadline 300 ms) and C queue; the queue is full.
-  std::vector<std::unique_ptr<Call>> calls = Occupy(2, milliseconds(300));
-  grpc::Status expired = calls[1]->status.get();  // t≈450
+  // t=0: A runs until t=2000. t=500: B (deadline 600 ms) and C queue; the queue is full.
+  std::vector<std::unique_ptr<Call>> calls = Occupy(2, milliseconds(600));
+  grpc::Status expired = calls[1]->status.get();  // t≈1100
   EXPECT_EQ(expired.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << expired.error_message();
-  // B left the queue when its deadline passed: a new call is accepted while A still runs (t≈550 < 1000).
-  std::this_thread::sleep_for(milliseconds(100));
+  // B left the queue when its deadline passed: a new call is accepted while A still runs (t≈1300 < 2000).
+  std::this_thread::sleep_for(milliseconds(200));
   calls.push_back(StartCall(stub_, SlowRequest()));
   for (size_t i : {0, 2, 3}) {
     grpc::Status status = calls[i]->status.get();
@@ -160,15 +175,16 @@ TEST_F(FrontendQueueTest, GrpcDeadlineBecomesTheRequestDeadline) {
 }
 
 TEST_F(FrontendQueueTest, TimeoutParameterExpiresQueuedRequestsServerSide) {
+  // t=0: A runs until t=2000. t=500: B (gRPC) and an HTTP request queue with a 500-ms timeout each.
   std::vector<std::unique_ptr<Call>> calls = Occupy(0);
   // No client deadline: DEADLINE_EXCEEDED can only come from the server's scheduler.
-  calls.push_back(StartCall(stub_, SlowRequest(/*timeout_us=*/300000)));
+  calls.push_back(StartCall(stub_, SlowRequest(/*timeout_us=*/500000)));
   auto http = std::async(std::launch::async, [] {
     httplib::Client client("127.0.0.1", server_->http_port());
     client.set_read_timeout(30, 0);
     return client.Post("/v2/models/slow/infer",
                        R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,2]}],)"
-                       R"("parameters":{"timeout":300000}})",
+                       R"("parameters":{"timeout":500000}})",
                        "application/json");
   });
   grpc::Status expired = calls[1]->status.get();
@@ -183,12 +199,12 @@ TEST_F(FrontendQueueTest, TimeoutParameterExpiresQueuedRequestsServerSide) {
 
 TEST_F(FrontendQueueTest, CancelledGrpcCallWithdrawsItsQueuedRequest) {
   const Counts before = Stats();
-  // t=0: A runs until t=1000. t=150: B and C queue; the queue is full. t=300: B is cancelled.
+  // t=0: A runs until t=2000. t=500: B and C queue; the queue is full. t=1000: B is cancelled.
   std::vector<std::unique_ptr<Call>> calls = Occupy(2);
   calls[1]->context.TryCancel();
   EXPECT_EQ(calls[1]->status.get().error_code(), grpc::StatusCode::CANCELLED);
-  // The server withdrew B: a new call is accepted while A still runs (t≈450 < 1000).
-  std::this_thread::sleep_for(milliseconds(150));
+  // The server withdrew B: a new call is accepted while A still runs (t≈1200 < 2000).
+  std::this_thread::sleep_for(milliseconds(200));
   calls.push_back(StartCall(stub_, SlowRequest()));
   for (size_t i : {0, 2, 3}) {
     grpc::Status status = calls[i]->status.get();
@@ -200,22 +216,21 @@ TEST_F(FrontendQueueTest, CancelledGrpcCallWithdrawsItsQueuedRequest) {
 }
 
 TEST(FrontendDrainTest, SigtermDrainsOverGrpc) {
-  const std::string repository = WriteSimRepository();
-  testing::ServerProcess server("drain_grace_seconds: 30\n", {}, repository);
+  testing::ServerProcess server("drain_grace_seconds: 30\n", {}, WriteSimRepository());
   ASSERT_TRUE(server.ready()) << server.Log();
   auto channel = grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials());
   auto stub = inference::GRPCInferenceService::NewStub(channel);
   auto health = grpc::health::v1::Health::NewStub(channel);
+  // t=0: the first call runs until t=1000; the other five queue behind it (then run as batches of 4 and 1).
   std::vector<std::unique_ptr<Call>> calls;
-  calls.push_back(StartCall(stub.get(), SlowRequest()));
-  std::this_thread::sleep_for(milliseconds(150));
-  calls.push_back(StartCall(stub.get(), SlowRequest()));
-  calls.push_back(StartCall(stub.get(), SlowRequest()));
-  std::this_thread::sleep_for(milliseconds(150));  // 1 running + 2 queued: 3 accepted
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(StartCall(stub.get(), SlowRequest(std::nullopt, "drain")));
+    if (i == 0) std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
   server.Signal(SIGTERM);
 
-  // Not ready at once (the drain takes ~3 s: three 1-s batches).
-  grpc::health::v1::HealthCheckResponse status;
+  grpc::health::v1::HealthCheckResponse status;  // not serving at once
   for (int i = 0; i < 100; ++i) {
     grpc::ClientContext context;
     ASSERT_TRUE(health->Check(&context, {}, &status).ok());
@@ -229,17 +244,85 @@ TEST(FrontendDrainTest, SigtermDrainsOverGrpc) {
   EXPECT_FALSE(ready.ready());
   grpc::ClientContext late_context;
   ModelInferResponse late;
-  grpc::Status refused = stub->ModelInfer(&late_context, SlowRequest(), &late);
+  grpc::Status refused = stub->ModelInfer(&late_context, SlowRequest(std::nullopt, "drain"), &late);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
   EXPECT_THAT(refused.error_message(), HasSubstr("draining"));
 
+  // Every call accepted before SIGTERM is answered in full; one not yet accepted then (only on a stalled
+  // machine: they had 300 ms) is refused as draining. Nothing fails any other way.
+  int ok = 0;
   for (auto& call : calls) {
     grpc::Status s = call->status.get();
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(call->response.outputs_size(), 1);
+    if (s.ok()) {
+      ++ok;
+      EXPECT_EQ(call->response.outputs_size(), 1);
+    } else {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    }
   }
   EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
-  EXPECT_THAT(server.Log(), HasSubstr("draining 3 accepted request(s)"));
+  const int accepted = DrainedCount(server.Log());
+  EXPECT_GE(accepted, 1) << server.Log();  // the first call runs for 1 s: it is in flight at SIGTERM
+  EXPECT_GE(ok, accepted) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("drain complete"));
+}
+
+// The same over HTTP, with bodies in the binary-data form. Replaces a drain test on asr_ctc whose count of
+// requests in flight at SIGTERM depended on how fast the machine ran the model (a flake).
+TEST(FrontendDrainTest, SigtermDrainsOverHttp) {
+  testing::ServerProcess server("drain_grace_seconds: 30\n", {}, WriteSimRepository());
+  ASSERT_TRUE(server.ready()) << server.Log();
+  const std::string header = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,16],)"
+                             R"("parameters":{"binary_data_size":64}}]})";
+  const std::string body = header + std::string(64, '\0');
+  const httplib::Headers headers{{"Inference-Header-Content-Length", std::to_string(header.size())}};
+  auto post = [&] {
+    httplib::Client client("127.0.0.1", server.http_port());
+    client.set_read_timeout(60, 0);
+    auto res = client.Post("/v2/models/drain/infer", headers, body, "application/octet-stream");
+    if (!res) return std::make_pair(-1, httplib::to_string(res.error()));
+    return std::make_pair(res->status, res->body);
+  };
+  constexpr int kRequests = 6;
+  std::vector<std::future<std::pair<int, std::string>>> answers;
+  for (int i = 0; i < kRequests; ++i) {
+    answers.push_back(std::async(std::launch::async, post));
+    if (i == 0) std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  server.Signal(SIGTERM);
+  httplib::Client late("127.0.0.1", server.http_port());
+  late.set_read_timeout(30, 0);
+  std::optional<std::string> ready_body;
+  for (int i = 0; i < 100; ++i) {  // not ready at once
+    auto ready = late.Get("/v2/health/ready");
+    ASSERT_TRUE(ready) << httplib::to_string(ready.error());
+    if (ready->status == 503) {
+      ready_body = ready->body;
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(ready_body.has_value());
+  auto refused = late.Post("/v2/models/drain/infer", headers, body, "application/octet-stream");
+  ASSERT_TRUE(refused) << httplib::to_string(refused.error());
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(refused->body, HasSubstr("draining"));
+  int ok = 0;
+  for (auto& answer : answers) {  // answered in full, or (not yet accepted at SIGTERM) refused as draining
+    const auto [status, text] = answer.get();
+    if (status == 200) {
+      ++ok;
+      EXPECT_THAT(text, HasSubstr(R"("name":"y")"));
+    } else {
+      EXPECT_EQ(status, 503) << text;
+      EXPECT_THAT(text, HasSubstr("draining"));
+    }
+  }
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
+  const int accepted = DrainedCount(server.Log());
+  EXPECT_GE(accepted, 1) << server.Log();
+  EXPECT_GE(ok, accepted) << server.Log();
   EXPECT_THAT(server.Log(), HasSubstr("drain complete"));
 }
 

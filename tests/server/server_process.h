@@ -4,6 +4,7 @@
 // Thread-safety: one thread per ServerProcess.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,14 +40,18 @@ class ServerProcess {
                                         << "model_repository: " << repository << "\nlog_level: info\n"
                                         << extra_yaml;
     log_ = (dir_ / "server.log").string();
+    const std::string config = (dir_ / "server.yaml").string();
+    // Everything the child needs is prepared here: after fork() in a process with gRPC threads the child calls
+    // only async-signal-safe functions (open, dup2, execl).
+    const int log_fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = ::fork();
     if (pid_ == 0) {
-      std::freopen(log_.c_str(), "w", stdout);
-      ::dup2(::fileno(stdout), 2);
-      const std::string config = (dir_ / "server.yaml").string();
+      ::dup2(log_fd, 1);
+      ::dup2(log_fd, 2);
       ::execl(SLUICE_SERVER_BINARY, SLUICE_SERVER_BINARY, "--config", config.c_str(), (char*)nullptr);
       ::_exit(127);
     }
+    ::close(log_fd);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(180);
     while (std::chrono::steady_clock::now() < until) {
       const std::string text = Log();
