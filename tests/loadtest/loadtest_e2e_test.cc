@@ -1,17 +1,22 @@
 // sluice-loadtest end to end: the real sluice-server process on 127.0.0.1 serving `sim` models (written by the
 // test into SLUICE_MODELS_DIR), driven by the real sluice-loadtest binary. Checks counts, the open-loop rate,
-// JSON fields, recordings from a folder, SLO exit codes, errors by code, --compare, a sweep, and --verify
-// catching wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings).
+// JSON fields, recordings from a folder, SLO exit codes, errors by code, --compare, a sweep, --verify catching
+// wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings), and the same
+// load against sluice-echo-server (the transport benchmark's baseline).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <rapidjson/pointer.h>
 #include <sndfile.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/server/server_process.h"
 
@@ -233,6 +238,44 @@ TEST_F(LoadtestE2eTest, VerifyCatchesWrongOutputs) {
   EXPECT_GT(Number(doc, "/verify/0/cases"), 0);
   EXPECT_EQ(Number(doc, "/verify/0/mismatched_cases"), Number(doc, "/verify/0/cases"));
   EXPECT_GT(Number(doc, "/verify/0/max_abs_error"), 1.0);
+}
+
+// sluice-echo-server on the sim asr_ctc's config: the load generator asks it about the model and drives it as it
+// drives sluice-server.
+TEST_F(LoadtestE2eTest, EchoServerTakesTheSameLoad) {
+  const std::string log = Path("echo.log");
+  const std::string model_dir = std::string(SLUICE_MODELS_DIR) + "/asr_ctc";
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execl(SLUICE_ECHO_BINARY, SLUICE_ECHO_BINARY, "--model", model_dir.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  std::string address;
+  for (int i = 0; i < 600 && address.empty(); ++i) {
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const size_t at = text.find("READY grpc=");
+    const size_t end = at == std::string::npos ? at : text.find('\n', at);
+    if (end != std::string::npos) address = text.substr(at + 11, end - at - 11);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(address.empty());
+  const std::string json = Path("echo.json");
+  Result r = Run("-u " + address + " --metrics-url none --model-repository " SLUICE_MODELS_DIR
+                 " -m asr_ctc -c 2 -n 40 --json " + json, false);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/results/ok"), 40);
+  EXPECT_GT(Number(doc, "/results/audio_seconds"), 0);  // asked for the model's kind: speech
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(Run("-u " + address + " -m asr_ctc -c 1 -n 1", false).exit_code, 3);  // it has stopped
 }
 
 TEST_F(LoadtestE2eTest, UsageAndServerErrorsHaveTheirExitCodes) {
