@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "loadtest/infer_client.h"
+#include "loadtest/padding_plan.h"
 #include "loadtest/plot_svg.h"
 #include "loadtest/report.h"
 #include "loadtest/report_json.h"
@@ -64,8 +65,8 @@ absl::StatusOr<Pricing> ResolvePricing(const AppOptions& o) {
 
 int RunApp(AppOptions o) {
   const bool load = o.run.concurrency > 0 || o.run.rate > 0 || !o.sweep.knob.empty();
-  if (!load && !o.verify) {
-    std::cerr << "nothing to do: give --concurrency, --rate, --sweep or --verify\n";
+  if (!load && !o.verify && !o.dry_run) {
+    std::cerr << "nothing to do: give --concurrency, --rate, --sweep, --verify or --dry-run\n";
     return kExitUsage;
   }
   if (o.run.concurrency > 0 && o.run.rate > 0) {
@@ -178,6 +179,18 @@ int RunApp(AppOptions o) {
   if (!workload.ok()) {
     std::cerr << workload.status().message() << "\n";
     return kExitUsage;
+  }
+  if (o.dry_run) {
+    const std::vector<ModelPaddingPlan> plans =
+        PlanPadding(**workload, o.run.first_index, o.run.requests > 0 ? o.run.requests : 1000);
+    std::cout << FormatPaddingPlan(plans);
+    if (!o.json_path.empty()) {
+      if (absl::Status s = WritePaddingPlanJson(plans, o.seed, o.json_path); !s.ok()) {
+        std::cerr << s.message() << "\n";
+        return kExitUsage;
+      }
+    }
+    return exit_code;
   }
   o.run.arrival_seed = MixSeed(o.seed, 0xa77a1);
   report.options = o.run;

@@ -1,6 +1,6 @@
 // sluice-loadtest's top level: asks the server about the models, optionally verifies them against their
 // reference sets, runs the load (or a sweep), gathers the server's own figures and the cost, and writes the
-// table, the JSON report and the SVG plot. Exit codes: 0 done (and every check passed), 1 an SLO verdict,
+// table, the JSON report and the SVG plot. --dry-run stops after asking: the padding plan of the traffic. Exit codes: 0 done (and every check passed), 1 an SLO verdict,
 // a sweep or --verify failed, 2 bad arguments or config files, 3 the server could not be used.
 // Thread-safety: RunApp blocks its calling thread.
 #pragma once
@@ -51,6 +51,8 @@ struct AppOptions {
 
   // Output.
   std::string json_path, svg_path;
+  bool dry_run = false;  // send nothing: print the padding plan of run.requests (default 1000) drawn requests
+
 };
 
 int RunApp(AppOptions options);

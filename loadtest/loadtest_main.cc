@@ -106,6 +106,10 @@ int main(int argc, char** argv) {
   app.add_option("--plot", o.svg_path, "write an SVG plot here (timeline, histogram, sweep curve)")->group("Output");
   app.add_option("--compare", compare, "print two JSON reports side by side (no load)")->expected(2)
       ->group("Output");
+  app.add_flag("--dry-run", o.dry_run,
+               "send nothing: draw -n requests (default 1000) and print how they fall into the model's buckets and "
+               "the padding efficiency (buckets vs pad-to-max); --json writes it")
+      ->group("Output");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str()->group("Output");
 
   try {

@@ -1,8 +1,8 @@
 // sluice-loadtest end to end: the real sluice-server process on 127.0.0.1 serving `sim` models (written by the
 // test into SLUICE_MODELS_DIR), driven by the real sluice-loadtest binary. Checks counts, the open-loop rate,
 // JSON fields, recordings from a folder, SLO exit codes, errors by code, --compare, a sweep, --verify catching
-// wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings), and the same
-// load against sluice-echo-server (the transport benchmark's baseline).
+// wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings), --dry-run's
+// padding plan, and the same load against sluice-echo-server (the transport benchmark's baseline).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -238,6 +238,20 @@ TEST_F(LoadtestE2eTest, VerifyCatchesWrongOutputs) {
   EXPECT_GT(Number(doc, "/verify/0/cases"), 0);
   EXPECT_EQ(Number(doc, "/verify/0/mismatched_cases"), Number(doc, "/verify/0/cases"));
   EXPECT_GT(Number(doc, "/verify/0/max_abs_error"), 1.0);
+}
+
+TEST_F(LoadtestE2eTest, DryRunPrintsThePaddingPlanWithoutSending) {
+  const std::string json = Path("plan.json");
+  Result r = Run("-m asr_ctc --lengths fixed:20000 -n 10 --dry-run --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("padding efficiency (real / padded steps): buckets 62.5 %, pad-to-max (256000) 7.8 %"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/models/0/requests"), 10);
+  EXPECT_EQ(Number(doc, "/models/0/buckets/1/length"), 32000);
+  EXPECT_EQ(Number(doc, "/models/0/buckets/1/requests"), 10);
+  EXPECT_DOUBLE_EQ(Number(doc, "/models/0/efficiency"), 20000.0 / 32000);
+  EXPECT_DOUBLE_EQ(Number(doc, "/models/0/pad_to_max_efficiency"), 20000.0 / 256000);
+  EXPECT_DOUBLE_EQ(Number(doc, "/models/0/audio_seconds"), 12.5);
 }
 
 // sluice-echo-server on the sim asr_ctc's config: the load generator asks it about the model and drives it as it

@@ -1,5 +1,6 @@
 // Unit tests of the traffic side of sluice-loadtest: arrival processes (rate and burstiness, deterministic by
-// seed), length profiles, model mixes, the seeded workload and recordings read from a folder.
+// seed), length profiles, model mixes, the seeded workload, recordings read from a folder and the padding plan
+// of --dry-run.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "loadtest/audio_folder.h"
 #include "loadtest/length_profile.h"
 #include "loadtest/model_info.h"
+#include "loadtest/padding_plan.h"
 #include "loadtest/summary.h"
 #include "loadtest/workload.h"
 
@@ -252,6 +254,41 @@ TEST(AudioFolderTest, ReadsMixesDownCutsAndFeedsTheWorkload) {
   EXPECT_FALSE(LoadAudioFolder(dir.string(), 16000, 1000).ok());
   std::filesystem::remove_all(dir);
   EXPECT_FALSE(LoadAudioFolder(dir.string(), 16000, 1000).ok());
+}
+
+
+TEST(PaddingPlanTest, CountsEachBucketAndComparesWithPadToMax) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "sluice_plan_lengths.txt";
+  std::ofstream(path) << "1000\n3000\n4000\n";  // drawn uniformly: buckets 1024, 4096, 4096
+  ModelInfo info = Info("asr_ctc", "speech", "FP32", 8192);
+  info.bucket_lengths = {1024, 4096, 8192};
+  std::vector<WorkloadModel> models;
+  models.push_back({info, 1.0, *LengthProfile::Create("file:" + path.string(), 16000, 8192), nullptr});
+  auto workload = *Workload::Create(std::move(models), 5);
+
+  const std::vector<ModelPaddingPlan> plans = PlanPadding(*workload, 0, 3000);
+  ASSERT_EQ(plans.size(), 1u);
+  const ModelPaddingPlan& p = plans[0];
+  EXPECT_EQ(p.requests, 3000);
+  EXPECT_EQ(p.max_bucket, 8192);
+  ASSERT_EQ(p.buckets.size(), 3u);
+  EXPECT_EQ(p.buckets[2].requests, 0);  // listed although empty
+  EXPECT_EQ(p.buckets[0].requests + p.buckets[1].requests, 3000);
+  EXPECT_NEAR(p.buckets[0].requests / 3000.0, 1.0 / 3, 0.05);
+  // Exact arithmetic from the per-bucket counts.
+  double real = 0, padded = 0;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const int64_t length = workload->Draw(i).length;
+    real += length;
+    padded += length <= 1024 ? 1024 : 4096;
+  }
+  EXPECT_DOUBLE_EQ(p.real_steps, real);
+  EXPECT_DOUBLE_EQ(p.bucket_steps, padded);
+  EXPECT_DOUBLE_EQ(p.efficiency(), real / padded);
+  EXPECT_DOUBLE_EQ(p.pad_to_max_efficiency(), real / (3000.0 * 8192));
+  EXPECT_DOUBLE_EQ(p.audio_seconds, real / 16000);
+  EXPECT_THAT(FormatPaddingPlan(plans), ::testing::HasSubstr("pad-to-max (8192)"));
+  EXPECT_THAT(PaddingPlanToJson(plans, 5), ::testing::HasSubstr("\"schema\": \"sluice-loadtest-plan/1\""));
 }
 
 }  // namespace
