@@ -157,6 +157,9 @@ absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServic
   // httplib writes a response's headers and body separately: without TCP_NODELAY, Nagle holds the body until
   // the client's delayed ACK (~40 ms per request on Linux).
   server.set_tcp_nodelay(true);
+  // httplib closes a keep-alive connection after 5 requests by default: clients (perf_analyzer, load balancers)
+  // would reconnect every fifth request.
+  server.set_keep_alive_max_count(1000);
   server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   const std::string token = options.bearer_token;
   server.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {

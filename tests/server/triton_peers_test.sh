@@ -144,23 +144,29 @@ data = np.load(sys.argv[1])
 audio = next(data[k] for k in data.files if k.startswith("input") and data[k].shape[0] == 16000)
 json.dump({"data": [{"audio": {"content": audio.astype(float).tolist(), "shape": [16000]}}]}, open(sys.argv[2], "w"))
 EOF
-# Concurrency 1..4, three 1-s windows each. -s 1000 accepts any three windows as stable: the test is about
-# compatibility, and perf_analyzer's stabilisation retries would make its length (and outcome) depend on how busy
-# the machine is. (--request-count would bound it too, but then perf_analyzer's throughput is not measured.)
+# Concurrency 1..4 in 1-s windows. -s 1000 accepts any three consecutive windows whose throughput and latency
+# are within 11x of each other as stable: the test is about compatibility, not precise numbers. A stall of the
+# whole machine (other builds) can still break that for --max-trials 5 windows; perf_analyzer then says "Failed to
+# obtain stable measurement", and the run is repeated (3 tries). Any other error fails at once.
 perf() {  # PROTOCOL ADDRESS MODEL INPUT-ARGS...
   local protocol=$1 address=$2 model=$3
   shift 3
-  local out="$WORK/perf_${protocol}_${model}.log"
-  log "perf_analyzer -i $protocol -m $model --concurrency-range 1:4:1 -p 1000 -s 1000 --max-trials 3 $*"
-  if ! timeout 120 "${PERF_ANALYZER[@]}" -m "$model" -u "$address" -i "$protocol" --concurrency-range 1:4:1 \
-       --measurement-interval 1000 --stability-percentage 1000 --max-trials 3 "$@" > "$out" 2>&1; then
-    cat "$out" >&2
-    fail "perf_analyzer -i $protocol -m $model exited non-zero"
-  fi
-  if grep -i -q -E 'error|failed' "$out" || [ "$(grep -c -E '^Concurrency: ' "$out")" -ne 4 ]; then
-    cat "$out" >&2
-    fail "perf_analyzer -i $protocol -m $model reported errors"
-  fi
+  local out="$WORK/perf_${protocol}_${model}.log" try
+  for try in 1 2 3; do
+    log "perf_analyzer -i $protocol -m $model --concurrency-range 1:4:1 -p 1000 -s 1000 --max-trials 5 $* (try $try)"
+    local rc=0
+    timeout 150 "${PERF_ANALYZER[@]}" -m "$model" -u "$address" -i "$protocol" --concurrency-range 1:4:1 \
+      --measurement-interval 1000 --stability-percentage 1000 --max-trials 5 "$@" > "$out" 2>&1 || rc=$?
+    if grep -q 'Failed to obtain stable measurement' "$out" && [ "$try" -lt 3 ]; then
+      grep 'Failed to obtain stable measurement' "$out" | head -1 | sed 's/^/  unstable (busy machine?), again: /'
+      continue
+    fi
+    if [ "$rc" -ne 0 ] || grep -i -q -E 'error|failed' "$out" || [ "$(grep -c -E '^Concurrency: ' "$out")" -ne 4 ]; then
+      cat "$out" >&2
+      fail "perf_analyzer -i $protocol -m $model: exit $rc or errors reported"
+    fi
+    break
+  done
   grep -E '^Concurrency: ' "$out" | sed "s/^/  perf_analyzer $protocol $model: /"
   grep -E 'Avg request latency' "$out" | tail -1 | sed "s/^ */  perf_analyzer $protocol $model, concurrency 4, server side: /"
 }
