@@ -16,12 +16,14 @@
 namespace sluice::loadtest {
 namespace {
 
-// "auto" metrics URL: the HTTP port that pairs with the gRPC port by Triton's convention (8001 -> 8000).
+// "auto" metrics URL: over HTTP, the same server; over gRPC, the HTTP port that pairs with the gRPC port by
+// Triton's convention (8001 -> 8000).
 std::string ResolveMetricsUrl(const AppOptions& o) {
   if (o.metrics_url != "auto") return o.metrics_url == "none" ? "" : o.metrics_url;
-  const size_t colon = o.grpc_address.rfind(':');
-  if (colon == std::string::npos || o.grpc_address.substr(colon + 1) != "8001") return "";
-  return absl::StrCat("http://", o.grpc_address.substr(0, colon), ":8000/metrics");
+  if (o.protocol == "http") return absl::StrCat("http://", o.address, "/metrics");
+  const size_t colon = o.address.rfind(':');
+  if (colon == std::string::npos || o.address.substr(colon + 1) != "8001") return "";
+  return absl::StrCat("http://", o.address.substr(0, colon), ":8000/metrics");
 }
 
 // Per-model length specs: "SPEC" applies to every model, "MODEL=SPEC" to one.
@@ -109,10 +111,17 @@ int RunApp(AppOptions o) {
     pricing = *p;
   }
 
+  if (o.address.empty()) o.address = o.protocol == "http" ? "localhost:8000" : "localhost:8001";
   InferClient::Options client_options;
-  client_options.address = o.grpc_address;
+  client_options.protocol = o.protocol;
+  client_options.address = o.address;
   client_options.channels = o.channels;
   client_options.bearer_token = o.bearer_token;
+  // HTTP holds one connection per call in flight: as many as the load can have.
+  client_options.max_connections = std::max(o.run.max_outstanding, o.run.concurrency);
+  for (double level : o.sweep.levels) {
+    client_options.max_connections = std::max(client_options.max_connections, static_cast<int>(level));
+  }
   absl::StatusOr<std::unique_ptr<InferClient>> client = InferClient::Create(client_options);
   if (!client.ok()) {
     std::cerr << client.status().message() << "\n";
@@ -121,11 +130,11 @@ int RunApp(AppOptions o) {
 
   // Ask the server about every model in the mix.
   Report report;
-  report.target = o.grpc_address;
+  report.target = o.protocol == "http" ? absl::StrCat("http://", o.address) : o.address;
   report.seed = o.seed;
   std::vector<WorkloadModel> models;
   for (const ModelShare& share : *mix) {
-    absl::StatusOr<ModelInfo> info = FetchModelInfo((*client)->stub(), share.model, o.model_repository, o.max_length);
+    absl::StatusOr<ModelInfo> info = FetchModelInfo(**client, share.model, o.model_repository, o.max_length);
     if (!info.ok()) {
       std::cerr << "model " << share.model << ": " << info.status().message() << "\n";
       return kExitServer;
@@ -162,8 +171,8 @@ int RunApp(AppOptions o) {
   int exit_code = kExitOk;
   if (o.verify) {
     for (const WorkloadModel& m : models) {
-      absl::StatusOr<VerifyReport> v = VerifyModel((*client)->stub(), m.info, o.model_repository, o.tolerance,
-                                                   o.run.timeout_ms, o.bearer_token);
+      absl::StatusOr<VerifyReport> v = VerifyModel(**client, m.info, o.model_repository, o.tolerance,
+                                                   o.run.timeout_ms);
       if (!v.ok()) {
         std::cerr << "verify " << m.info.name << ": " << v.status().message() << "\n";
         return kExitUsage;
@@ -204,7 +213,7 @@ int RunApp(AppOptions o) {
     monitor_options.server_pid = o.server_pid;
     monitor_options.models = model_names;
     monitor_options.bearer_token = o.bearer_token;
-    ServerMonitor monitor(monitor_options, &(*client)->stub());
+    ServerMonitor monitor(monitor_options, client->get());
     // The server's "before" snapshot is taken when warm-up ends, on the sending thread just before the first
     // measured request (a few ms; open-loop latency counts from the scheduled time anyway); for a sweep, before
     // its first step.

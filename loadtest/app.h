@@ -1,7 +1,8 @@
 // sluice-loadtest's top level: asks the server about the models, optionally verifies them against their
 // reference sets, runs the load (or a sweep), gathers the server's own figures and the cost, and writes the
-// table, the JSON report and the SVG plot. --dry-run stops after asking: the padding plan of the traffic. Exit codes: 0 done (and every check passed), 1 an SLO verdict,
-// a sweep or --verify failed, 2 bad arguments or config files, 3 the server could not be used.
+// table, the JSON report and the SVG plot; --dry-run stops after asking and prints the traffic's padding plan.
+// Exit codes: 0 done (and every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments or
+// config files, 3 the server could not be used.
 // Thread-safety: RunApp blocks its calling thread.
 #pragma once
 
@@ -18,10 +19,11 @@ inline constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitSer
 
 struct AppOptions {
   // Target.
-  std::string grpc_address = "localhost:8001";
+  std::string protocol = "grpc";  // grpc | http (KServe v2 REST with binary tensor data)
+  std::string address;            // host:port; empty: localhost:8001 (gRPC) or localhost:8000 (HTTP)
   int channels = 1;
   std::string bearer_token;
-  std::string metrics_url = "auto";  // "auto": http://HOST:8000/metrics when the gRPC port is 8001; "" none
+  std::string metrics_url = "auto";  // "auto": HTTP: the same address; gRPC: HOST:8000 when the port is 8001
   double scrape_interval_s = 1.0;
   int server_pid = 0;
 

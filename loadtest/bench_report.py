@@ -63,9 +63,9 @@ for b in plan['buckets']:
         ms, batch = raw[b['length']]
         print(f"     {b['length']:>7} samples: {ms:7.2f} ms/row at batch {batch}, {b['requests'] / n:6.1%} of requests")
 print(f'   raw best on this mix:   {raw_rps:7.2f} req/s = {raw_rps * audio_per_request:7.1f} audio-s/s')
-print(f"   served, closed loop -c {concurrency}, {saturated['run']['window_s']:.0f} s: {served['req_per_s']:7.2f} req/s = "
-      f"{served['audio_s_per_s']:7.1f} audio-s/s (p50 {served['latency_ms']['p50']:.0f} ms, "
-      f"{served['errors']} errors)")
+print(f"   served, closed loop -c {concurrency}, {saturated['run']['window_s']:.0f} s: "
+      f"{served['req_per_s']:7.2f} req/s = {served['audio_s_per_s']:7.1f} audio-s/s "
+      f"(p50 {served['latency_ms']['p50']:.0f} ms, {served['errors']} errors)")
 print(f"   serving efficiency = served / raw = {pct(served['req_per_s'] / raw_rps)}")
 
 # --- 2. batching capture --------------------------------------------------------------------------------------
@@ -96,9 +96,10 @@ print('4. transport: the same client (sluice-loadtest, gRPC) and requests (1024 
       'sluice-server on a zero-cost sim model vs sluice-echo-server:')
 for c in (1, 8):
     echo, full = load(f'echo_c{c}.json')['results'], load(f'sluice_c{c}.json')['results']
-    print(f"   concurrency {c}: echo {echo['req_per_s']:8.1f} req/s p50 {echo['latency_ms']['p50']:.3f} ms | "
-          f"sluice {full['req_per_s']:8.1f} req/s p50 {full['latency_ms']['p50']:.3f} ms | ratio "
-          f"{full['req_per_s'] / echo['req_per_s']:.2f}, p50 +{full['latency_ms']['p50'] - echo['latency_ms']['p50']:.3f} ms"
+    p50_echo, p50_full = echo['latency_ms']['p50'], full['latency_ms']['p50']
+    print(f"   concurrency {c}: echo {echo['req_per_s']:8.1f} req/s p50 {p50_echo:.3f} ms | "
+          f"sluice {full['req_per_s']:8.1f} req/s p50 {p50_full:.3f} ms | ratio "
+          f"{full['req_per_s'] / echo['req_per_s']:.2f}, p50 +{p50_full - p50_echo:.3f} ms"
           f" (errors {echo['errors']} / {full['errors']})")
 
 # --- 5. p99 at 70 % of saturation ---------------------------------------------------------------------------
@@ -121,8 +122,8 @@ print(f"   rows per batch {rate70['server'].get('batch_size_mean', float('nan'))
 print(f"   p50 {r['latency_ms']['p50']:.1f} ms, p99 {r['latency_ms']['p99']:.1f} ms")
 if compute_ms is not None:
     bound = max_delay_ms + 2 * compute_ms
-    print(f'   max_queue_delay {max_delay_ms:g} ms + 2 x mean batch compute {compute_ms:.1f} ms = {bound:.1f} ms: p99 is '
-          f"{r['latency_ms']['p99'] / bound:.2f}x of it")
+    print(f'   max_queue_delay {max_delay_ms:g} ms + 2 x mean batch compute {compute_ms:.1f} ms = {bound:.1f} ms: '
+          f"p99 is {r['latency_ms']['p99'] / bound:.2f}x of it")
 if per_bucket:
     slowest, (ms, count) = max(per_bucket.items(), key=lambda kv: kv[1][0])
     print(f'   per bucket mean batch compute (ms, batches): ' +

@@ -1,5 +1,5 @@
 // sluice-loadtest: load generator, SLO checker, correctness verifier and report tool for sluice (or any
-// KServe v2 gRPC server). See README.md "Load testing" and `sluice-loadtest --help`.
+// KServe v2 server, over gRPC or HTTP). See README.md "Load testing" and `sluice-loadtest --help`.
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -18,16 +18,21 @@ int main(int argc, char** argv) {
   bool no_progress = false;
   std::string log_level = "info";
 
-  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC, SLO verdicts, --verify against "
+  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC or HTTP, SLO verdicts, --verify against "
                "reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG reports, --compare"};
   app.set_help_all_flag("--help-all");
 
-  app.add_option("-u,--grpc", o.grpc_address, "server gRPC address host:port")->capture_default_str()->group("Target");
+  app.add_option("--protocol", o.protocol, "grpc, or http (KServe v2 REST with binary tensor data)")
+      ->check(CLI::IsMember({"grpc", "http"}))->capture_default_str()->group("Target");
+  app.add_option("-u,--address,--grpc", o.address,
+                 "server address host:port (default localhost:8001 for gRPC, localhost:8000 for HTTP)")
+      ->group("Target");
   app.add_option("--channels", o.channels, "gRPC channels (connections), used round robin")
       ->check(CLI::Range(1, 64))->capture_default_str()->group("Target");
   app.add_option("--token", o.bearer_token, "bearer token sent with every call")->group("Target");
   app.add_option("--metrics-url", o.metrics_url,
-                 "Prometheus page to scrape; 'auto' = http://HOST:8000/metrics when the gRPC port is 8001; 'none'")
+                 "Prometheus page to scrape; 'auto' = the server's own over HTTP, http://HOST:8000/metrics when the "
+                 "gRPC port is 8001; 'none'")
       ->capture_default_str()->group("Target");
   app.add_option("--scrape-interval", o.scrape_interval_s, "seconds between /metrics scrapes during the run")
       ->check(CLI::PositiveNumber)->capture_default_str()->group("Target");

@@ -1,6 +1,7 @@
 #include "loadtest/model_info.h"
 
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <set>
 
@@ -19,18 +20,13 @@ absl::Status RpcError(const std::string& what, const grpc::Status& status) {
 
 }  // namespace
 
-absl::StatusOr<ModelInfo> FetchModelInfo(inference::GRPCInferenceService::Stub& stub, const std::string& model,
+absl::StatusOr<ModelInfo> FetchModelInfo(InferClient& client, const std::string& model,
                                          const std::string& model_repository, int64_t max_length_override) {
   ModelInfo info;
   info.name = model;
-  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
 
-  inference::ModelMetadataRequest metadata_request;
-  metadata_request.set_name(model);
   inference::ModelMetadataResponse metadata;
-  grpc::ClientContext metadata_context;
-  metadata_context.set_deadline(deadline);
-  if (grpc::Status s = stub.ModelMetadata(&metadata_context, metadata_request, &metadata); !s.ok()) {
+  if (grpc::Status s = client.ModelMetadata(model, &metadata); !s.ok()) {
     return RpcError(absl::StrCat("ModelMetadata(", model, ")"), s);
   }
   if (metadata.inputs_size() != 1) {
@@ -55,14 +51,14 @@ absl::StatusOr<ModelInfo> FetchModelInfo(inference::GRPCInferenceService::Stub& 
   }
   for (const auto& output : metadata.outputs()) info.output_names.push_back(output.name());
 
-  inference::ModelConfigRequest config_request;
-  config_request.set_name(model);
   inference::ModelConfigResponse config;
-  grpc::ClientContext config_context;
-  config_context.set_deadline(deadline);
-  if (grpc::Status s = stub.ModelConfig(&config_context, config_request, &config); s.ok()) {
+  bool kind_known = false;
+  if (grpc::Status s = client.ModelConfig(model, &config); s.ok()) {
     const auto& params = config.config().parameters();
-    if (auto it = params.find("kind"); it != params.end()) info.kind = it->second.string_value();
+    if (auto it = params.find("kind"); it != params.end()) {
+      info.kind = it->second.string_value();
+      kind_known = true;
+    }
     if (auto it = params.find("bucket_lengths"); it != params.end()) {
       for (absl::string_view part : absl::StrSplit(it->second.string_value(), ',', absl::SkipEmpty())) {
         int64_t length = 0;
@@ -70,17 +66,24 @@ absl::StatusOr<ModelInfo> FetchModelInfo(inference::GRPCInferenceService::Stub& 
       }
     }
   }
+  // The local config: the sample rate of speech inputs (required then), else a fallback for kind and buckets.
+  std::optional<absl::StatusOr<ModelConfig>> loaded;
+  if (!model_repository.empty()) {
+    loaded = LoadModelConfig((std::filesystem::path(model_repository) / model).string());
+  }
+  const ModelConfig* local = loaded && loaded->ok() ? &**loaded : nullptr;
+  if (local && !kind_known) info.kind = ModelKindName(local->kind);
+  if (loaded && !loaded->ok() && info.is_speech()) return loaded->status();
+  if (local && info.bucket_lengths.empty()) info.bucket_lengths = local->buckets.lengths;
   if (!info.bucket_lengths.empty()) info.max_length = info.bucket_lengths.back();
   if (max_length_override > 0) info.max_length = max_length_override;
   if (info.max_length <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat("model ", model,
-                                                      ": the server reports no bucket lengths; pass --max-length"));
+    return absl::FailedPreconditionError(
+        "the server reports no bucket lengths; pass --max-length or --model-repository");
   }
 
   if (info.is_speech()) {
-    if (!model_repository.empty()) {
-      absl::StatusOr<ModelConfig> local = LoadModelConfig((std::filesystem::path(model_repository) / model).string());
-      if (!local.ok()) return local.status();
+    if (local) {
       for (const TensorSpec& spec : local->inputs) {
         if (spec.name == info.input_name && spec.sample_rate) info.sample_rate = *spec.sample_rate;
       }

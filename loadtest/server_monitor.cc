@@ -5,7 +5,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "loadtest/infer_client.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -129,8 +128,8 @@ void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::o
   }
 }
 
-ServerMonitor::ServerMonitor(Options options, inference::GRPCInferenceService::Stub* stub)
-    : options_(std::move(options)), stub_(stub) {}
+ServerMonitor::ServerMonitor(Options options, InferClient* client)
+    : options_(std::move(options)), client_(client) {}
 
 ServerMonitor::~ServerMonitor() {
   {
@@ -142,15 +141,10 @@ ServerMonitor::~ServerMonitor() {
 
 std::map<std::string, inference::ModelStatistics> ServerMonitor::FetchModelStatistics() {
   std::map<std::string, inference::ModelStatistics> stats;
-  if (stub_ == nullptr) return stats;
+  if (client_ == nullptr) return stats;
   for (const std::string& model : options_.models) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    AddAuth(context, options_.bearer_token);
-    inference::ModelStatisticsRequest request;
-    request.set_name(model);
     inference::ModelStatisticsResponse response;
-    if (stub_->ModelStatistics(&context, request, &response).ok() && response.model_stats_size() == 1) {
+    if (client_->ModelStatistics(model, &response).ok() && response.model_stats_size() == 1) {
       stats[model] = response.model_stats(0);
     }
   }

@@ -1,7 +1,7 @@
-// The server's own view of a run: Triton's ModelStatistics over gRPC (per-request queue and compute time,
-// rows per graph execution) before and after the run, and the Prometheus /metrics page scraped before, during
-// (every interval, for the memory peak) and after. Series are looked up by pattern, not by exact name, and
-// whatever the server does not export is reported as absent, so this works with any /metrics or none.
+// The server's own view of a run: Triton's ModelStatistics over the client's protocol (per-request queue and
+// compute time, rows per graph execution) before and after the run, and the Prometheus /metrics page scraped
+// before, during (every interval, for the memory peak) and after. Series are looked up by pattern, not by exact
+// name, and whatever the server does not export is reported as absent, so this works with any /metrics or none.
 //   queue / compute / server latency: Δ_sum / Δ_count of the sluice_* histograms named *queue*_seconds,
 //     *compute*_seconds, *request*latency*_seconds (or *request*duration*_seconds)
 //   batch size: Δ_sum / Δ_count of a sluice_* histogram named *batch_size*
@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "grpc_service.grpc.pb.h"
+#include "loadtest/infer_client.h"
 #include "loadtest/prometheus_text.h"
 
 namespace sluice::loadtest {
@@ -60,11 +60,11 @@ class ServerMonitor {
     double interval_s = 1.0;
     int server_pid = 0;       // > 0: read the peak RSS (VmHWM) from /proc/<pid>/status as a fallback
     std::vector<std::string> models;
-    std::string bearer_token;
+    std::string bearer_token;  // for /metrics
   };
 
-  // REQUIRES: `stub` outlives the monitor (may be null: no ModelStatistics).
-  ServerMonitor(Options options, inference::GRPCInferenceService::Stub* stub);
+  // REQUIRES: `client` outlives the monitor (may be null: no ModelStatistics).
+  ServerMonitor(Options options, InferClient* client);
   ~ServerMonitor();
 
   void Begin();
@@ -78,7 +78,7 @@ class ServerMonitor {
   std::optional<PromScrape> Scrape(std::string* error);
 
   const Options options_;
-  inference::GRPCInferenceService::Stub* const stub_;
+  InferClient* const client_;
   std::map<std::string, inference::ModelStatistics> stats_before_;
   std::optional<PromScrape> scrape_before_;
   std::string scrape_error_;

@@ -27,9 +27,8 @@ inference::ModelInferRequest RequestFor(const ModelInfo& model, const HostTensor
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> VerifyModel(inference::GRPCInferenceService::Stub& stub, const ModelInfo& model,
-                                         const std::string& model_repository, double tolerance,
-                                         double timeout_ms, const std::string& bearer_token) {
+absl::StatusOr<VerifyReport> VerifyModel(InferClient& client, const ModelInfo& model,
+                                         const std::string& model_repository, double tolerance, double timeout_ms) {
   const std::string dir = (std::filesystem::path(model_repository) / model.name).string();
   absl::StatusOr<std::vector<ReferenceCase>> cases = LoadReferenceSet(dir);
   if (!cases.ok()) return cases.status();
@@ -47,12 +46,10 @@ absl::StatusOr<VerifyReport> VerifyModel(inference::GRPCInferenceService::Stub& 
       fail(absl::StrCat("case ", k, ": ", c.inputs.size(), " inputs (the load generator sends one)"));
       continue;
     }
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1e3)));
-    AddAuth(context, bearer_token);
+    const auto deadline = std::chrono::system_clock::now() +
+                          std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1e3));
     inference::ModelInferResponse response;
-    grpc::Status status = stub.ModelInfer(&context, RequestFor(model, c.inputs[0], static_cast<int>(k)), &response);
+    grpc::Status status = client.Infer(RequestFor(model, c.inputs[0], static_cast<int>(k)), deadline, &response);
     if (!status.ok()) {
       ++report.failed_calls;
       fail(absl::StrCat("case ", k, " (length ", c.length(), "): ", GrpcCodeName(status.error_code()), ": ",

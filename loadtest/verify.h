@@ -2,14 +2,14 @@
 // inputs of many real lengths with the outputs the model computed on each alone, unpadded) through the server
 // and compares each output with the reference: largest absolute error, and the cases with any element off by
 // more than the tolerance (or of the wrong shape, or failed).
-// Thread-safety: VerifyModel blocks its calling thread; the stub is thread-safe.
+// Thread-safety: VerifyModel blocks its calling thread; the client is thread-safe.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "grpc_service.grpc.pb.h"
+#include "loadtest/infer_client.h"
 #include "loadtest/model_info.h"
 
 namespace sluice::loadtest {
@@ -28,8 +28,7 @@ struct VerifyReport {
 };
 
 // Reads <model_repository>/<model>/reference.pt (through libtorch) and checks every case.
-absl::StatusOr<VerifyReport> VerifyModel(inference::GRPCInferenceService::Stub& stub, const ModelInfo& model,
-                                         const std::string& model_repository, double tolerance,
-                                         double timeout_ms, const std::string& bearer_token);
+absl::StatusOr<VerifyReport> VerifyModel(InferClient& client, const ModelInfo& model,
+                                         const std::string& model_repository, double tolerance, double timeout_ms);
 
 }  // namespace sluice::loadtest

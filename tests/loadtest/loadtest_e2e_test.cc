@@ -2,7 +2,8 @@
 // test into SLUICE_MODELS_DIR), driven by the real sluice-loadtest binary. Checks counts, the open-loop rate,
 // JSON fields, recordings from a folder, SLO exit codes, errors by code, --compare, a sweep, --verify catching
 // wrong outputs (the sim text_embed answers with row lengths, not the reference set's embeddings), --dry-run's
-// padding plan, and the same load against sluice-echo-server (the transport benchmark's baseline).
+// padding plan, the same load against sluice-echo-server (the transport benchmark's baseline), and --protocol
+// http reporting what gRPC reports.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -244,7 +245,8 @@ TEST_F(LoadtestE2eTest, DryRunPrintsThePaddingPlanWithoutSending) {
   const std::string json = Path("plan.json");
   Result r = Run("-m asr_ctc --lengths fixed:20000 -n 10 --dry-run --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("padding efficiency (real / padded steps): buckets 62.5 %, pad-to-max (256000) 7.8 %"));
+  EXPECT_THAT(r.output,
+              HasSubstr("padding efficiency (real / padded steps): buckets 62.5 %, pad-to-max (256000) 7.8 %"));
   rapidjson::Document doc = Json(json);
   EXPECT_EQ(Number(doc, "/models/0/requests"), 10);
   EXPECT_EQ(Number(doc, "/models/0/buckets/1/length"), 32000);
@@ -290,6 +292,44 @@ TEST_F(LoadtestE2eTest, EchoServerTakesTheSameLoad) {
   EXPECT_GT(Number(doc, "/results/audio_seconds"), 0);  // asked for the model's kind: speech
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(Run("-u " + address + " -m asr_ctc -c 1 -n 1", false).exit_code, 3);  // it has stopped
+}
+
+// --protocol http: the same seeded requests over KServe v2 REST (binary data) give the same counts, lengths and
+// per-model split as over gRPC; the server's figures come over HTTP too; deadlines and unknown models keep their
+// codes; --verify decodes HTTP outputs (and catches the sim's wrong ones).
+TEST_F(LoadtestE2eTest, HttpProtocolReportsWhatGrpcReports) {
+  const std::string grpc_json = Path("proto_grpc.json"), http_json = Path("proto_http.json");
+  const std::string mix = "-m asr_ctc:0.7,text_embed:0.3 -c 4 -n 120 --warmup-requests 10 --seed 9 --json ";
+  ASSERT_EQ(Run(mix + grpc_json).exit_code, 0);
+  const std::string http = "--protocol http -u " + server_->http_address() +
+                           " --model-repository " SLUICE_MODELS_DIR " ";
+  Result r = Run(http + mix + http_json, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("sluice-loadtest http://"));
+  rapidjson::Document g = Json(grpc_json), h = Json(http_json);
+  EXPECT_EQ(Number(h, "/results/ok"), 120);
+  EXPECT_EQ(Number(h, "/results/errors"), 0);
+  for (const char* field : {"/per_model/0/requests", "/per_model/1/requests", "/results/audio_seconds",
+                            "/results/tokens"}) {
+    EXPECT_EQ(Number(h, field), Number(g, field)) << field;
+  }
+  // ModelStatistics over GET /v2/models/{m}/stats; /metrics on the same port ("auto").
+  const double rows = Number(h, "/server/model_stats/0/inferences") + Number(h, "/server/model_stats/1/inferences");
+  EXPECT_GE(rows, 120);
+  EXPECT_LE(rows, 123);
+  EXPECT_TRUE(rapidjson::Pointer("/server/metrics_scraped").Get(h)->GetBool());
+
+  const std::string deadline_json = Path("http_deadline.json");
+  r = Run(http + "-m asr_ctc --lengths fixed:16s -c 2 -n 10 --timeout-ms 1 --json " + deadline_json, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Number(Json(deadline_json), "/results/errors_by_code/DEADLINE_EXCEEDED"), 10);
+  EXPECT_EQ(Run(http + "-m no_such_model -c 1 -n 1", false).exit_code, 3);
+
+  r = Run("--protocol http -u " + server_->http_address() + " -m text_embed --verify --model-repository "
+          SLUICE_REAL_MODELS_DIR, false);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("verify text_embed: FAIL"));
+  EXPECT_THAT(r.output, HasSubstr("(0 failed calls)"));
 }
 
 TEST_F(LoadtestE2eTest, UsageAndServerErrorsHaveTheirExitCodes) {

@@ -1,0 +1,100 @@
+#include "loadtest/grpc_infer_client.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::loadtest {
+
+struct GrpcInferClient::Call {
+  grpc::ClientContext context;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+  Done done;
+};
+
+GrpcInferClient::GrpcInferClient(const Options& options) : InferClient(options) {
+  for (int i = 0; i < std::max(1, options.channels); ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    args.SetInt("sluice.loadtest.channel", i);  // distinct arguments: a connection of its own
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    channels_.push_back(grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
+    stubs_.push_back(inference::GRPCInferenceService::NewStub(channels_.back()));
+  }
+}
+
+GrpcInferClient::~GrpcInferClient() {
+  CancelAll();
+  WaitIdle(absl::Seconds(30));
+}
+
+void GrpcInferClient::Prepare(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!options_.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
+}
+
+void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
+                           Done done) {
+  auto* call = new Call;
+  call->request = std::move(request);
+  call->done = std::move(done);
+  call->context.set_deadline(deadline);
+  if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  {
+    absl::MutexLock lock(&mu_);
+    calls_.insert(call);
+  }
+  auto& stub = *stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
+  stub.async()->ModelInfer(&call->context, &call->request, &call->response,
+                           [this, call](grpc::Status status) { Finish(call, status); });
+}
+
+void GrpcInferClient::Finish(Call* call, const grpc::Status& status) {
+  call->done(status, call->response);
+  absl::MutexLock lock(&mu_);
+  calls_.erase(call);
+  delete call;
+}
+
+void GrpcInferClient::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  for (Call* call : calls_) call->context.TryCancel();
+}
+
+bool GrpcInferClient::WaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
+int64_t GrpcInferClient::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(calls_.size());
+}
+
+grpc::Status GrpcInferClient::ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) {
+  grpc::ClientContext context;
+  Prepare(context);
+  inference::ModelMetadataRequest request;
+  request.set_name(model);
+  return stubs_.front()->ModelMetadata(&context, request, response);
+}
+
+grpc::Status GrpcInferClient::ModelConfig(const std::string& model, inference::ModelConfigResponse* response) {
+  grpc::ClientContext context;
+  Prepare(context);
+  inference::ModelConfigRequest request;
+  request.set_name(model);
+  return stubs_.front()->ModelConfig(&context, request, response);
+}
+
+grpc::Status GrpcInferClient::ModelStatistics(const std::string& model,
+                                              inference::ModelStatisticsResponse* response) {
+  grpc::ClientContext context;
+  Prepare(context);
+  inference::ModelStatisticsRequest request;
+  request.set_name(model);
+  return stubs_.front()->ModelStatistics(&context, request, response);
+}
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,48 @@
+// InferClient over KServe v2 gRPC (the callback API): ModelInfer calls over one or more channels (round robin;
+// each its own HTTP/2 connection), metadata, config and statistics as unary calls on the first channel.
+// Thread-safety: thread-safe. Callbacks run on gRPC's threads and must be short; they may call Send().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc_service.grpc.pb.h"
+#include "loadtest/infer_client.h"
+
+namespace sluice::loadtest {
+
+class GrpcInferClient final : public InferClient {
+ public:
+  // REQUIRES: options.address is host:port.
+  explicit GrpcInferClient(const Options& options);
+  ~GrpcInferClient() override;
+
+  void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
+            Done done) override;
+  void CancelAll() override;
+  bool WaitIdle(absl::Duration timeout) override;
+  int64_t in_flight() const override;
+
+  grpc::Status ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) override;
+  grpc::Status ModelConfig(const std::string& model, inference::ModelConfigResponse* response) override;
+  grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
+
+ private:
+  struct Call;
+  void Finish(Call* call, const grpc::Status& status);
+  // A context for a unary control call: deadline and bearer token set.
+  void Prepare(grpc::ClientContext& context) const;
+
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
+  std::atomic<uint64_t> next_channel_{0};
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<Call*> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::loadtest
