@@ -10,21 +10,11 @@
 #include <map>
 #include <sstream>
 
+#include "tests/server/metrics_samples.h"
 #include "tests/server/server_process.h"
 
 namespace sluice {
 namespace {
-
-std::map<std::string, double> ParseSamples(const std::string& text) {
-  std::map<std::string, double> samples;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return samples;
-}
 
 std::string AudioJson(int64_t samples) {
   std::string data;
@@ -66,7 +56,7 @@ TEST(MetricsEndToEndTest, ScrapeCountsExactlyWhatWasServedAndPassesPromtool) {
   auto scrape = client.Get("/metrics");
   ASSERT_TRUE(scrape);
   ASSERT_EQ(scrape->status, 200);
-  auto s = ParseSamples(scrape->body);
+  auto s = testing::ParseSamples(scrape->body);
   const std::string m = "model=\"sim_asr\"";
   EXPECT_EQ(s["sluice_requests_total{" + m + ",outcome=\"ok\"}"], 3);
   EXPECT_EQ(s["sluice_requests_total{" + m + ",outcome=\"invalid\"}"], 1);

@@ -9,24 +9,13 @@
 #include "server/cost.h"
 #include "server/server_metrics.h"
 #include "tests/scheduler/scheduler_test_util.h"
+#include "tests/server/metrics_samples.h"
 #include "tests/scheduler/scripted_backend.h"
 
 namespace sluice {
 namespace {
 
 using ::testing::HasSubstr;
-
-// "name{labels} value" lines of the text format, keyed by everything before the value.
-std::map<std::string, double> ParseSamples(const std::string& text) {
-  std::map<std::string, double> samples;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return samples;
-}
 
 TEST(CostTest, DollarsFollowPriceShareAndTime) {
   const absl::Time start = absl::UnixEpoch();
@@ -95,7 +84,7 @@ TEST(ServerMetricsTest, CountsBatchesPaddingAudioAndCostExactly) {
   model_metrics->RecordRequest(absl::ResourceExhaustedError("full"), absl::Milliseconds(1), 1, 50);
   (*scheduler)->Stop();
 
-  auto s = ParseSamples(metrics.Render(start + absl::Hours(1)));
+  auto s = testing::ParseSamples(metrics.Render(start + absl::Hours(1)));
   const std::string m = "model=\"sim_speech\"";
   EXPECT_EQ(s["sluice_requests_total{" + m + ",outcome=\"ok\"}"], 3);
   EXPECT_EQ(s["sluice_requests_total{" + m + ",outcome=\"invalid\"}"], 1);
