@@ -7,7 +7,7 @@
 #   3. padding efficiency of the lognormal speech profile with the example buckets vs pad-to-max
 #      (sluice-loadtest --dry-run: the exact lengths the runs send), and sluice_padding_efficiency from /metrics
 #   4. transport ratio: sluice-server on a zero-cost sim model ÷ sluice-echo-server (a bare gRPC echo), the same
-#      client and requests, at concurrency 1 and 8; and the p50 difference
+#      client and requests, at concurrency 1 and 8; and the p50 difference (and sluice over HTTP, for reference)
 #   5. p99 latency at 70 % of the saturated rate (open loop, Poisson) vs max_queue_delay + 2 × batch compute
 # Usage: loadtest/bench.sh [BUILD_DIR [MODEL_REPOSITORY]]   (defaults: build and BUILD_DIR/models)
 # Knobs (environment): BENCH_SECONDS (measured seconds of the saturated and 70 % runs, 20),
@@ -65,7 +65,7 @@ loadtest() { "$LOADTEST" --no-progress --seed 1 "$@"; }
 step "sluice bench: $BUILD, models $MODELS, work folder $WORK"
 
 step "1/5 raw backend limit: sluice-bench-backend, asr_ctc, every bucket at every batch size"
-"$BENCH_BACKEND" --repository "$MODELS" --models asr_ctc --iterations 3 > "$WORK/backend.txt" 2> "$WORK/backend.log"
+"$BENCH_BACKEND" --repository "$MODELS" --models asr_ctc --iterations 5 > "$WORK/backend.txt" 2> "$WORK/backend.log"
 
 step "2/5 scheduler overhead and batching capture: sluice-bench-scheduler"
 "$BENCH_SCHEDULER" --seconds 3 > "$WORK/scheduler.txt" 2> "$WORK/scheduler.log"
@@ -112,6 +112,8 @@ for c in 1 8; do  # alternating, so that a slow moment of the machine hits both
     --json "$WORK/echo_c$c.json" > "$WORK/echo_c$c.txt" 2>&1
   loadtest -u "$SIM_GRPC" --metrics-url "http://$SIM_HTTP/metrics" -m echo --lengths fixed:1024 -c $c \
     -d "$SECONDS_TRANSPORT" --warmup 1 --json "$WORK/sluice_c$c.json" > "$WORK/sluice_c$c.txt" 2>&1
+  loadtest --protocol http -u "$SIM_HTTP" --model-repository "$WORK/transport" -m echo --lengths fixed:1024 -c $c \
+    -d "$SECONDS_TRANSPORT" --warmup 1 --json "$WORK/http_c$c.json" > "$WORK/http_c$c.txt" 2>&1
 done
 
 step "5/5 results"

@@ -101,6 +101,10 @@ for c in (1, 8):
           f"sluice {full['req_per_s']:8.1f} req/s p50 {p50_full:.3f} ms | ratio "
           f"{full['req_per_s'] / echo['req_per_s']:.2f}, p50 +{p50_full - p50_echo:.3f} ms"
           f" (errors {echo['errors']} / {full['errors']})")
+    http = load(f'http_c{c}.json')['results']
+    print(f"   {'':15} sluice over HTTP/REST (binary data), same client: {http['req_per_s']:8.1f} req/s "
+          f"p50 {http['latency_ms']['p50']:.3f} ms, {http['req_per_s'] / full['req_per_s']:.2f}x of gRPC "
+          f"(errors {http['errors']})")
 
 # --- 5. p99 at 70 % of saturation ---------------------------------------------------------------------------
 print()
