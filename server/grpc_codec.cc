@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/model_parameters.h"
 
 namespace sluice {
 namespace {
@@ -176,10 +177,9 @@ void FillModelConfig(const ModelConfig& model, inference::ModelConfig& config) {
                         : group.device == DeviceKind::kCpu ? inference::ModelInstanceGroup::KIND_CPU
                                                            : inference::ModelInstanceGroup::KIND_MODEL);
   }
-  std::string lengths;
-  for (int64_t l : model.buckets.lengths) absl::StrAppend(&lengths, lengths.empty() ? "" : ",", l);
-  (*config.mutable_parameters())["bucket_lengths"].set_string_value(lengths);
-  (*config.mutable_parameters())["kind"].set_string_value(ModelKindName(model.kind));
+  for (const auto& [key, value] : ModelConfigParameters(model)) {
+    (*config.mutable_parameters())[key].set_string_value(value);
+  }
 }
 
 void FillModelStatistics(const ModelConfig& model, const ModelStatsSnapshot& stats, inference::ModelStatistics& out) {

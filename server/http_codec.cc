@@ -8,6 +8,7 @@
 #include <rapidjson/writer.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/model_parameters.h"
 
 namespace sluice {
 namespace {
@@ -308,6 +309,16 @@ std::string ModelConfigJson(const ModelConfig& model) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("parameters");  // as Triton's JSON ModelConfig writes them: {"key": {"string_value": "..."}}
+  w.StartObject();
+  for (const auto& [key, value] : ModelConfigParameters(model)) {
+    w.Key(key.c_str());
+    w.StartObject();
+    w.Key("string_value");
+    w.String(value.c_str());
+    w.EndObject();
+  }
+  w.EndObject();
   w.EndObject();
   return buffer.GetString();
 }

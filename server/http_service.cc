@@ -172,7 +172,14 @@ absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServic
   const int64_t limit = options.max_body_bytes;
   server.set_error_handler([limit](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    if (res.status == 413) {
+    if (res.status == 413 && absl::StartsWith(req.get_header_value("Content-Type"),
+                                              "application/x-www-form-urlencoded")) {
+      // cpp-httplib caps form-encoded bodies at 8 KiB (a build-time constant), whatever our limit; curl -d
+      // sends that content type by default.
+      res.set_content(ErrorJson("form-encoded bodies are limited to 8192 bytes; send the KServe v2 JSON body with "
+                                "'Content-Type: application/json' (or the binary-data extension)"),
+                      kJson);
+    } else if (res.status == 413) {
       res.set_content(ErrorJson(absl::StrCat("request body is over the limit of ", limit, " bytes")), kJson);
     } else if (res.status == 404) {
       res.set_content(ErrorJson(absl::StrCat("no route for ", req.method, " ", req.path)), kJson);

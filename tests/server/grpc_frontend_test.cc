@@ -138,6 +138,9 @@ TEST_F(GrpcFrontendTest, ModelConfigAndStatistics) {
   EXPECT_EQ(config.config().max_batch_size(), 8);
   EXPECT_EQ(config.config().input(0).data_type(), inference::TYPE_INT64);
   EXPECT_EQ(config.config().dynamic_batching().max_queue_delay_microseconds(), 5000u);
+  EXPECT_EQ(config.config().parameters().at("kind").string_value(), "text");
+  EXPECT_EQ(config.config().parameters().at("bucket_lengths").string_value(), "32,64,128,256,512");
+  EXPECT_EQ(config.config().parameters().count("sample_rate"), 0u);  // text models have none
 
   HostTensor ids{DataType::kInt64, {7}, std::vector<std::byte>(56)};
   ModelInferResponse response;

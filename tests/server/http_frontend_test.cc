@@ -49,6 +49,9 @@ TEST_F(HttpFrontendTest, HealthMetadataConfigStats) {
   EXPECT_THAT(metadata->body, HasSubstr(R"("name":"audio","datatype":"FP32","shape":[-1,-1])"));
   EXPECT_EQ(client.Get("/v2/models/asr_ctc/versions/1/ready")->status, 200);
   EXPECT_THAT(client.Get("/v2/models/text_embed/config")->body, HasSubstr("\"max_batch_size\":8"));
+  const std::string asr_config = client.Get("/v2/models/asr_ctc/config")->body;
+  EXPECT_THAT(asr_config, HasSubstr(R"("parameters":{"bucket_lengths":{"string_value":"16000,32000,64000,128000,256000"})"));
+  EXPECT_THAT(asr_config, HasSubstr(R"("kind":{"string_value":"speech"},"sample_rate":{"string_value":"16000"}})"));
   EXPECT_THAT(client.Get("/v2/models/text_embed/stats")->body, HasSubstr("\"inference_stats\""));
 }
 
@@ -118,6 +121,10 @@ TEST_F(HttpFrontendTest, ErrorsAreJsonWithStatusCodes) {
   auto too_large = client.Post("/v2/models/asr_ctc/infer", std::string(5 << 20, ' '), "application/json");
   EXPECT_EQ(too_large->status, 413);
   EXPECT_THAT(too_large->body, HasSubstr("over the limit"));
+  // curl -d's default content type: httplib caps it at 8 KiB; the message must say what to send instead.
+  auto form = client.Post("/v2/models/asr_ctc/infer", std::string(10000, ' '), "application/x-www-form-urlencoded");
+  EXPECT_EQ(form->status, 413);
+  EXPECT_THAT(form->body, HasSubstr("'Content-Type: application/json'"));
   EXPECT_EQ(client.Get("/v2/health/ready")->status, 200);  // still serving
 }
 
