@@ -65,15 +65,19 @@ absl::StatusOr<ModelInfo> FetchModelInfo(InferClient& client, const std::string&
         if (absl::SimpleAtoi(part, &length)) info.bucket_lengths.push_back(length);
       }
     }
+    if (auto it = params.find("sample_rate"); it != params.end()) {
+      int rate = 0;
+      if (absl::SimpleAtoi(it->second.string_value(), &rate) && rate > 0) info.sample_rate = rate;
+    }
   }
-  // The local config: the sample rate of speech inputs (required then), else a fallback for kind and buckets.
+  // The local config: a fallback for kind, buckets and (from servers that do not advertise it) the sample rate.
   std::optional<absl::StatusOr<ModelConfig>> loaded;
   if (!model_repository.empty()) {
     loaded = LoadModelConfig((std::filesystem::path(model_repository) / model).string());
   }
   const ModelConfig* local = loaded && loaded->ok() ? &**loaded : nullptr;
   if (local && !kind_known) info.kind = ModelKindName(local->kind);
-  if (loaded && !loaded->ok() && info.is_speech()) return loaded->status();
+  if (loaded && !loaded->ok() && info.is_speech() && info.sample_rate == 0) return loaded->status();
   if (local && info.bucket_lengths.empty()) info.bucket_lengths = local->buckets.lengths;
   if (!info.bucket_lengths.empty()) info.max_length = info.bucket_lengths.back();
   if (max_length_override > 0) info.max_length = max_length_override;
@@ -83,7 +87,7 @@ absl::StatusOr<ModelInfo> FetchModelInfo(InferClient& client, const std::string&
   }
 
   if (info.is_speech()) {
-    if (local) {
+    if (local && info.sample_rate == 0) {
       for (const TensorSpec& spec : local->inputs) {
         if (spec.name == info.input_name && spec.sample_rate) info.sample_rate = *spec.sample_rate;
       }
