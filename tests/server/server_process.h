@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +82,9 @@ class ServerProcess {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
+    // Keep the config and log of a failing test for its reader; clean up after passing ones.
+    std::error_code ignored;
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_, ignored);
   }
 
   bool ready() const { return pid_ > 0 && !http_address_.empty(); }
