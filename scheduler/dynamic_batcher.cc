@@ -263,14 +263,14 @@ class DynamicBatcher final : public Scheduler {
         batch = std::move(*slot.assigned);
         slot.assigned.reset();
       }
-      const absl::Duration compute = RunBatch(slot, batch);
+      const absl::Duration batch_time = RunBatch(slot, batch);
       MutexLock lock(&mu_);
       absl::Duration& estimate = estimates_[batch.bucket][std::lower_bound(table_.batch_sizes().begin(),
                                                                            table_.batch_sizes().end(),
                                                                            batch.batch_size) -
                                                           table_.batch_sizes().begin()];
       // Smoothed so one slow outlier does not close every later batch early.
-      estimate = estimate == absl::ZeroDuration() ? compute : (estimate * 0.8 + compute * 0.2);
+      estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
       slot.busy = false;
       in_flight_ -= static_cast<int64_t>(batch.requests.size());
       batcher_cv_.Signal();
@@ -278,15 +278,18 @@ class DynamicBatcher final : public Scheduler {
     }
   }
 
-  // Runs one batch and answers its requests. No lock is held here. Returns the compute time.
+  // Runs one batch and answers its requests. No lock is held here. Returns the batch's whole time (gather,
+  // graph, scatter): what a deadline has to allow for.
   absl::Duration RunBatch(const InstanceSlot& slot, FormedBatch& batch) {
     const int rows = static_cast<int>(batch.requests.size());
     std::vector<const InferRequest*> requests;
     for (const Queued& q : batch.requests) requests.push_back(&q->request);
     const absl::Time start = clock_.Now();
-    absl::StatusOr<BatchResult> result =
-        slot.backend->Execute(AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket)));
-    const absl::Duration compute = clock_.Now() - start;
+    const PaddedBatch padded = AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket));
+    const absl::Time assembled = clock_.Now();
+    absl::StatusOr<BatchResult> result = slot.backend->Execute(padded);
+    const absl::Time executed = clock_.Now();
+    const absl::Duration compute = executed - assembled;
     if (on_batch_) {
       BatchReport report{slot.index, table_.length(batch.bucket), batch.batch_size, rows, 0, compute, result.ok()};
       for (const InferRequest* r : requests) report.real_steps += r->length;
@@ -294,18 +297,21 @@ class DynamicBatcher final : public Scheduler {
     }
     std::vector<std::vector<HostTensor>> outputs;
     if (result.ok()) outputs = ScatterOutputs(model_, *result, rows);
+    const absl::Time scattered = clock_.Now();
     for (int r = 0; r < rows; ++r) {
       InferResponse response;
       response.status = result.ok() ? absl::OkStatus() : result.status();
       if (result.ok()) response.outputs = std::move(outputs[r]);
       response.queue_time = start - batch.requests[r]->enqueued;
+      response.input_time = assembled - start;
       response.compute_time = compute;
+      response.output_time = scattered - executed;
       response.batch_size = batch.batch_size;
       response.batch_rows_used = rows;
       response.bucket_length = table_.length(batch.bucket);
       batch.requests[r]->request.on_done(std::move(response));
     }
-    return compute;
+    return scattered - start;
   }
 
   // Answers requests that never ran (expired, cancelled). Called without mu_ held.

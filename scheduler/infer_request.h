@@ -18,7 +18,9 @@ struct InferResponse {
   absl::Status status;               // OK, or why the request failed (DEADLINE_EXCEEDED, CANCELLED, backend error)
   std::vector<HostTensor> outputs;   // one per declared output, unbatched; variable axis trimmed to its real length
   absl::Duration queue_time;         // accepted -> its batch started
-  absl::Duration compute_time;       // its batch's execution
+  absl::Duration input_time;         // gathering the batch's inputs into the padded tensor
+  absl::Duration compute_time;       // its batch's graph execution
+  absl::Duration output_time;        // scattering and trimming the batch's outputs
   int batch_size = 0;                // compiled batch size it ran in (0 when it never ran)
   int batch_rows_used = 0;           // real requests in that batch (the rest were dummy rows)
   int64_t bucket_length = 0;         // compiled length it was padded to

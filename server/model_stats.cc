@@ -17,8 +17,8 @@ void ModelStats::RecordRow(const InferResponse& response, absl::Duration total) 
   stats_.success.Add(total);
   stats_.queue.Add(response.queue_time);
   stats_.compute_infer.Add(response.compute_time);
-  stats_.compute_input.Add(absl::ZeroDuration());
-  stats_.compute_output.Add(absl::ZeroDuration());
+  stats_.compute_input.Add(response.input_time);
+  stats_.compute_output.Add(response.output_time);
   if (response.batch_size > 0) {
     const double share = 1.0 / std::max(1, response.batch_rows_used);
     BatchSizeStat& batch = stats_.batch[response.batch_size];

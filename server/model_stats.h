@@ -32,9 +32,9 @@ struct ModelStatsSnapshot {
   uint64_t inference_count = 0;    // successful rows
   uint64_t execution_count = 0;    // graph executions these rows ran in (rounded)
   DurationStat success, fail, queue, compute_infer;
-  // compute_infer spans padding/copying the batch's inputs and running the graph; sluice does not time the input
-  // and output phases apart, so these count the same rows with zero time (Triton's tools, e.g. perf_analyzer,
-  // require compute_input, compute_infer and compute_output counts to be equal).
+  // compute_input: gathering the batch into its padded tensor; compute_infer: the graph; compute_output:
+  // scattering and trimming the outputs. One entry per row for all three (Triton's tools, e.g. perf_analyzer,
+  // require the three counts to be equal).
   DurationStat compute_input, compute_output;
   std::map<int, BatchSizeStat> batch;  // by compiled batch size
 };
