@@ -12,7 +12,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 900
 
-# The scheduler again, built by clang with -Wthread-safety -Werror (checks every ABSL_GUARDED_BY), and its tests.
+# The scheduler again, built by clang with -Wthread-safety -Werror (checks every ABSL_GUARDED_BY) and
+# ThreadSanitizer, running its tests (the multi-threaded stress test included).
 CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
 cmake --build build-clang -j "$(nproc)"
 ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
