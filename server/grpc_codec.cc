@@ -198,16 +198,9 @@ void FillModelStatistics(const ModelConfig& model, const ModelStatsSnapshot& sta
   for (const auto& [batch_size, batch] : stats.batch) {
     auto* b = out.add_batch_stats();
     b->set_batch_size(batch_size);
-    // Every row of one execution saw the same compute time, so per-execution time = per-row mean.
-    DurationStat executions;
-    executions.count = static_cast<uint64_t>(batch.executions + 0.5);
-    if (batch.compute_infer.count > 0) {
-      executions.ns = static_cast<uint64_t>(static_cast<double>(batch.compute_infer.ns) /
-                                            static_cast<double>(batch.compute_infer.count) * batch.executions);
-    }
-    FillDuration(executions, b->mutable_compute_infer());
-    FillDuration(DurationStat{executions.count, 0}, b->mutable_compute_input());
-    FillDuration(DurationStat{executions.count, 0}, b->mutable_compute_output());
+    FillDuration(PerExecution(batch.compute_input, batch.executions), b->mutable_compute_input());
+    FillDuration(PerExecution(batch.compute_infer, batch.executions), b->mutable_compute_infer());
+    FillDuration(PerExecution(batch.compute_output, batch.executions), b->mutable_compute_output());
   }
 }
 

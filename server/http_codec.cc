@@ -356,15 +356,9 @@ std::string ModelStatsJson(const std::vector<std::pair<const ModelConfig*, Model
       w.StartObject();
       w.Key("batch_size");
       w.Int(size);
-      DurationStat executions;
-      executions.count = static_cast<uint64_t>(batch.executions + 0.5);
-      if (batch.compute_infer.count > 0) {
-        executions.ns = static_cast<uint64_t>(static_cast<double>(batch.compute_infer.ns) /
-                                              static_cast<double>(batch.compute_infer.count) * batch.executions);
-      }
-      WriteDuration(w, "compute_input", DurationStat{executions.count, 0});
-      WriteDuration(w, "compute_infer", executions);
-      WriteDuration(w, "compute_output", DurationStat{executions.count, 0});
+      WriteDuration(w, "compute_input", PerExecution(batch.compute_input, batch.executions));
+      WriteDuration(w, "compute_infer", PerExecution(batch.compute_infer, batch.executions));
+      WriteDuration(w, "compute_output", PerExecution(batch.compute_output, batch.executions));
       w.EndObject();
     }
     w.EndArray();

@@ -23,9 +23,20 @@ void ModelStats::RecordRow(const InferResponse& response, absl::Duration total) 
     const double share = 1.0 / std::max(1, response.batch_rows_used);
     BatchSizeStat& batch = stats_.batch[response.batch_size];
     batch.executions += share;
+    batch.compute_input.Add(response.input_time);
     batch.compute_infer.Add(response.compute_time);
+    batch.compute_output.Add(response.output_time);
     executions_ += share;
   }
+}
+
+DurationStat PerExecution(const DurationStat& per_row, double executions) {
+  DurationStat out;
+  out.count = static_cast<uint64_t>(executions + 0.5);
+  if (per_row.count > 0) {
+    out.ns = static_cast<uint64_t>(static_cast<double>(per_row.ns) / static_cast<double>(per_row.count) * executions);
+  }
+  return out;
 }
 
 void ModelStats::RecordRejected(absl::Duration total) {

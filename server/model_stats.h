@@ -22,10 +22,14 @@ struct DurationStat {
   }
 };
 
+// Per compiled batch size; the durations are per-row sums (every row of one execution saw the same times).
 struct BatchSizeStat {
   double executions = 0;  // each row adds 1/rows_in_its_batch, so a full batch of B rows counts once
-  DurationStat compute_infer;
+  DurationStat compute_input, compute_infer, compute_output;
 };
+
+// Triton reports batch statistics per execution: `per_row` (a per-row sum) scaled to `executions` executions.
+DurationStat PerExecution(const DurationStat& per_row, double executions);
 
 struct ModelStatsSnapshot {
   uint64_t last_inference_ms = 0;  // since the epoch
