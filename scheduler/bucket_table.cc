@@ -16,10 +16,12 @@ absl::StatusOr<size_t> BucketTable::BucketFor(int64_t length) const {
   return static_cast<size_t>(it - lengths_.begin());
 }
 
-int BucketTable::BatchSizeFor(int n) const {
-  auto it = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), n);
-  return it == batch_sizes_.end() ? batch_sizes_.back() : *it;
+size_t BucketTable::BatchSizeIndex(int batch_size) const {
+  const size_t index = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size) - batch_sizes_.begin();
+  return std::min(index, batch_sizes_.size() - 1);
 }
+
+int BucketTable::BatchSizeFor(int n) const { return batch_sizes_[BatchSizeIndex(n)]; }
 
 int BucketTable::LargestBatchSizeAtMost(int n) const {
   auto it = std::upper_bound(batch_sizes_.begin(), batch_sizes_.end(), n);

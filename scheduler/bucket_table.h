@@ -21,6 +21,8 @@ class BucketTable {
 
   // The smallest compiled batch size >= n (the largest one when n exceeds it). REQUIRES: n >= 1.
   int BatchSizeFor(int n) const;
+  // Index (into batch_sizes()) of the smallest compiled batch size >= batch_size; the last index when none is.
+  size_t BatchSizeIndex(int batch_size) const;
   // The largest compiled batch size <= n, or 0 when none is. REQUIRES: n >= 0.
   int LargestBatchSizeAtMost(int n) const;
 

@@ -135,15 +135,13 @@ class DynamicBatcher final : public Scheduler {
     MutexLock lock(&mu_);
     for (const BucketLoadStats& s : backend.load_stats()) {
       auto b = table_.BucketFor(s.length);
-      const auto& sizes = table_.batch_sizes();
-      auto k = std::find(sizes.begin(), sizes.end(), s.batch_size) - sizes.begin();
-      if (b.ok() && k < static_cast<long>(sizes.size())) estimates_[*b][k] = absl::Seconds(s.steady_seconds);
+      const size_t k = table_.BatchSizeIndex(s.batch_size);
+      if (b.ok() && table_.batch_sizes()[k] == s.batch_size) estimates_[*b][k] = absl::Seconds(s.steady_seconds);
     }
   }
 
   absl::Duration EstimateLocked(size_t bucket, int batch_size) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const auto& sizes = table_.batch_sizes();
-    return estimates_[bucket][std::lower_bound(sizes.begin(), sizes.end(), batch_size) - sizes.begin()];
+    return estimates_[bucket][table_.BatchSizeIndex(batch_size)];
   }
 
   // The largest batch worth forming in this bucket: the compiled size with the best measured rows/s (ties
@@ -265,10 +263,7 @@ class DynamicBatcher final : public Scheduler {
       }
       const absl::Duration batch_time = RunBatch(slot, batch);
       MutexLock lock(&mu_);
-      absl::Duration& estimate = estimates_[batch.bucket][std::lower_bound(table_.batch_sizes().begin(),
-                                                                           table_.batch_sizes().end(),
-                                                                           batch.batch_size) -
-                                                          table_.batch_sizes().begin()];
+      absl::Duration& estimate = estimates_[batch.bucket][table_.BatchSizeIndex(batch.batch_size)];
       // Smoothed so one slow outlier does not close every later batch early.
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
       slot.busy = false;

@@ -24,6 +24,9 @@ TEST(BucketTableTest, RoundsBatchesUpToACompiledSize) {
   EXPECT_EQ(table.BatchSizeFor(3), 4);
   EXPECT_EQ(table.BatchSizeFor(5), 8);
   EXPECT_EQ(table.BatchSizeFor(8), 8);
+  EXPECT_EQ(table.BatchSizeIndex(3), 2u);
+  EXPECT_EQ(table.BatchSizeIndex(8), 3u);
+  EXPECT_EQ(table.BatchSizeIndex(9), 3u);  // past the largest: the largest
   EXPECT_EQ(table.LargestBatchSizeAtMost(7), 4);
   EXPECT_EQ(table.LargestBatchSizeAtMost(0), 0);
 }
