@@ -94,8 +94,6 @@ absl::Status YamlNode::CheckKeys(std::initializer_list<std::string_view> allowed
   return absl::OkStatus();
 }
 
-std::string YamlNode::Scalar() const { return node_.IsScalar() ? node_.Scalar() : std::string(); }
-
 absl::StatusOr<std::string> YamlNode::AsString() const {
   if (!node_.IsScalar()) return Error(absl::StrCat("expected a string, got ", KindName(node_)));
   return node_.Scalar();

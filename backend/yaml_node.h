@@ -56,7 +56,6 @@ class YamlNode {
       : file_(std::move(file)), path_(std::move(path)), node_(std::move(node)), mark_(mark) {}
   static absl::StatusOr<YamlNode> Parse(std::string_view text, const std::string& file_label);
   std::string ChildPath(std::string_view key) const;
-  std::string Scalar() const;
 
   std::shared_ptr<const std::string> file_;
   std::string path_;
