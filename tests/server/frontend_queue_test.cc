@@ -131,6 +131,20 @@ class FrontendQueueTest : public ::testing::Test {
     return calls;
   }
 
+  // After call B (calls[1]) left the full queue: a new call D is accepted, A, C and D succeed, and the
+  // statistics show 3 successes and 1 failure since `before` (B never ran).
+  static void ExpectSlotFreedAndBNeverRan(std::vector<std::unique_ptr<Call>>& calls, const Counts& before) {
+    std::this_thread::sleep_for(milliseconds(200));
+    calls.push_back(StartCall(stub_, SlowRequest()));
+    for (size_t i : {0, 2, 3}) {
+      grpc::Status status = calls[i]->status.get();
+      EXPECT_TRUE(status.ok()) << "call " << i << ": " << status.error_message();
+    }
+    const Counts after = Stats();
+    EXPECT_EQ(after.succeeded - before.succeeded, 3u);
+    EXPECT_EQ(after.failed - before.failed, 1u);
+  }
+
   static inline std::string* repository_ = nullptr;
   static inline testing::ServerProcess* server_ = nullptr;
   static inline inference::GRPCInferenceService::Stub* stub_ = nullptr;
@@ -163,15 +177,7 @@ TEST_F(FrontendQueueTest, GrpcDeadlineBecomesTheRequestDeadline) {
   grpc::Status expired = calls[1]->status.get();  // t≈1100
   EXPECT_EQ(expired.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << expired.error_message();
   // B left the queue when its deadline passed: a new call is accepted while A still runs (t≈1300 < 2000).
-  std::this_thread::sleep_for(milliseconds(200));
-  calls.push_back(StartCall(stub_, SlowRequest()));
-  for (size_t i : {0, 2, 3}) {
-    grpc::Status status = calls[i]->status.get();
-    EXPECT_TRUE(status.ok()) << "call " << i << ": " << status.error_message();
-  }
-  const Counts after = Stats();
-  EXPECT_EQ(after.succeeded - before.succeeded, 3u);  // B never ran
-  EXPECT_EQ(after.failed - before.failed, 1u);
+  ExpectSlotFreedAndBNeverRan(calls, before);
 }
 
 TEST_F(FrontendQueueTest, TimeoutParameterExpiresQueuedRequestsServerSide) {
@@ -204,15 +210,7 @@ TEST_F(FrontendQueueTest, CancelledGrpcCallWithdrawsItsQueuedRequest) {
   calls[1]->context.TryCancel();
   EXPECT_EQ(calls[1]->status.get().error_code(), grpc::StatusCode::CANCELLED);
   // The server withdrew B: a new call is accepted while A still runs (t≈1200 < 2000).
-  std::this_thread::sleep_for(milliseconds(200));
-  calls.push_back(StartCall(stub_, SlowRequest()));
-  for (size_t i : {0, 2, 3}) {
-    grpc::Status status = calls[i]->status.get();
-    EXPECT_TRUE(status.ok()) << "call " << i << ": " << status.error_message();
-  }
-  const Counts after = Stats();
-  EXPECT_EQ(after.succeeded - before.succeeded, 3u);  // B never ran
-  EXPECT_EQ(after.failed - before.failed, 1u);
+  ExpectSlotFreedAndBNeverRan(calls, before);
 }
 
 TEST(FrontendDrainTest, SigtermDrainsOverGrpc) {
