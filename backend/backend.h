@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/model_config.h"
-#include "backend/tensor.h"
+#include "backend/base/model_config.h"
+#include "backend/base/tensor.h"
 
 namespace sluice {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backend/neuron_runtime.h"
-#include "backend/status_macros.h"
+#include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace fs = std::filesystem;

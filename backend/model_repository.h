@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 namespace sluice {
 

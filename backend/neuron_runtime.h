@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "backend/core_range.h"
+#include "backend/base/core_range.h"
 
 namespace sluice {
 

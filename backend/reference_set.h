@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/tensor.h"
+#include "backend/base/tensor.h"
 
 namespace sluice {
 

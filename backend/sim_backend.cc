@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backend/status_macros.h"
+#include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/neuron_runtime.h"
-#include "backend/status_macros.h"
+#include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace {

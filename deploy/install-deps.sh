@@ -12,6 +12,8 @@ PACKAGES=(
   libtorch-dev python3-torch python3-yaml python3-numpy libopenblas0-pthread
   # server plumbing
   prometheus-cpp-dev libtbb-dev libyaml-cpp-dev libspdlog-dev libcli11-dev rapidjson-dev libcpp-httplib-dev
+  # the HTTP front end: Boost.Beast on Asio (header-only), OpenSSL for HTTPS
+  libboost-dev libssl-dev
   # tests
   libgtest-dev libgmock-dev
   # promtool (checks the /metrics output in tests)

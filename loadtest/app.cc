@@ -2,15 +2,22 @@
 
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "loadtest/infer_client.h"
 #include "loadtest/padding_plan.h"
 #include "loadtest/plot_svg.h"
 #include "loadtest/report.h"
 #include "loadtest/report_json.h"
 #include "loadtest/report_table.h"
+#include "loadtest/server_monitor.h"
 #include "spdlog/spdlog.h"
 
 namespace sluice::loadtest {
@@ -63,157 +70,191 @@ absl::StatusOr<Pricing> ResolvePricing(const AppOptions& o) {
   return pricing;
 }
 
-}  // namespace
+// RunApp's steps, in order. A step that fails prints why on stderr, sets exit_code_ and returns false; the
+// checks (--verify, SLO verdicts, a sweep without a passing step) set kExitCheckFailed and go on.
+// Thread-safety: one App runs on its caller's thread.
+class App {
+ public:
+  explicit App(AppOptions options)
+      : options_(std::move(options)),
+        load_(options_.run.concurrency > 0 || options_.run.rate > 0 || !options_.sweep.knob.empty()) {}
 
-int RunApp(AppOptions o) {
-  const bool load = o.run.concurrency > 0 || o.run.rate > 0 || !o.sweep.knob.empty();
-  if (!load && !o.verify && !o.dry_run) {
-    std::cerr << "nothing to do: give --concurrency, --rate, --sweep, --verify or --dry-run\n";
-    return kExitUsage;
-  }
-  if (o.run.concurrency > 0 && o.run.rate > 0) {
-    std::cerr << "--concurrency (closed loop) and --rate (open loop) exclude each other\n";
-    return kExitUsage;
-  }
-  if (o.verify && o.model_repository.empty()) {
-    std::cerr << "--verify needs --model-repository (where each model's reference.pt lies)\n";
-    return kExitUsage;
-  }
-  absl::StatusOr<ArrivalKind> arrival = ParseArrivalKind(o.arrival);
-  if (!arrival.ok()) {
-    std::cerr << arrival.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (o.run.burstiness != 1.0 && *arrival == ArrivalKind::kPoisson) arrival = ArrivalKind::kGamma;
-  o.run.arrival = *arrival;
-  absl::StatusOr<std::vector<ModelShare>> mix = ParseModelMix(o.model_mix);
-  absl::StatusOr<std::map<std::string, std::string>> specs = LengthSpecs(o.lengths);
-  if (!mix.ok() || !specs.ok()) {
-    std::cerr << (!mix.ok() ? mix.status() : specs.status()).message() << "\n";
-    return kExitUsage;
-  }
-  SloSpec slo;
-  if (!o.slo_path.empty()) {
-    absl::StatusOr<SloSpec> loaded = LoadSlo(o.slo_path);
-    if (!loaded.ok()) {
-      std::cerr << loaded.status().message() << "\n";
-      return kExitUsage;
+  int Run() {
+    if (!CheckModes() || !ParseTraffic() || !LoadSloAndPricing() || !ConnectClient() || !DescribeModels() ||
+        !VerifyModels() || !BuildWorkload()) {
+      return exit_code_;
     }
-    slo = *loaded;
-  }
-  std::optional<Pricing> pricing;
-  if (!o.pricing_path.empty() || !o.preset.empty() || o.hourly_usd > 0) {
-    absl::StatusOr<Pricing> p = ResolvePricing(o);
-    if (!p.ok()) {
-      std::cerr << p.status().message() << "\n";
-      return kExitUsage;
+    if (options_.dry_run) {
+      WritePaddingPlan();
+      return exit_code_;
     }
-    pricing = *p;
+    options_.run.arrival_seed = MixSeed(options_.seed, 0xa77a1);
+    report_.options = options_.run;
+    if (load_) {
+      if (!MeasureUnderLoad()) return exit_code_;
+    } else {
+      report_.summary.per_model.resize(1);  // verify only: an empty table
+    }
+    WriteOutputs();
+    return exit_code_;
   }
 
-  if (o.address.empty()) o.address = o.protocol == "http" ? "localhost:8000" : "localhost:8001";
-  InferClient::Options client_options;
-  client_options.protocol = o.protocol;
-  client_options.address = o.address;
-  client_options.channels = o.channels;
-  client_options.bearer_token = o.bearer_token;
-  // HTTP holds one connection per call in flight: as many as the load can have.
-  client_options.max_connections = std::max(o.run.max_outstanding, o.run.concurrency);
-  for (double level : o.sweep.levels) {
-    client_options.max_connections = std::max(client_options.max_connections, static_cast<int>(level));
-  }
-  absl::StatusOr<std::unique_ptr<InferClient>> client = InferClient::Create(client_options);
-  if (!client.ok()) {
-    std::cerr << client.status().message() << "\n";
-    return kExitUsage;
+ private:
+  bool Fail(int exit_code, absl::string_view message) {
+    std::cerr << message << "\n";
+    exit_code_ = exit_code;
+    return false;
   }
 
-  // Ask the server about every model in the mix.
-  Report report;
-  report.target = o.protocol == "http" ? absl::StrCat("http://", o.address) : o.address;
-  report.seed = o.seed;
-  std::vector<WorkloadModel> models;
-  for (const ModelShare& share : *mix) {
-    absl::StatusOr<ModelInfo> info = FetchModelInfo(**client, share.model, o.model_repository, o.max_length);
-    if (!info.ok()) {
-      std::cerr << "model " << share.model << ": " << info.status().message() << "\n";
-      return kExitServer;
+  // Something to do, and one loop kind.
+  bool CheckModes() {
+    if (!load_ && !options_.verify && !options_.dry_run) {
+      return Fail(kExitUsage, "nothing to do: give --concurrency, --rate, --sweep, --verify or --dry-run");
     }
-    std::string spec = specs->count(share.model) ? specs->at(share.model)
-                       : specs->count("")        ? specs->at("")
-                       : info->is_speech()       ? "speech"
-                                                 : absl::StrCat("uniform:1-", info->max_length);
-    absl::StatusOr<std::unique_ptr<LengthProfile>> profile = LengthProfile::Create(spec, info->sample_rate,
-                                                                                   info->max_length);
+    if (options_.run.concurrency > 0 && options_.run.rate > 0) {
+      return Fail(kExitUsage, "--concurrency (closed loop) and --rate (open loop) exclude each other");
+    }
+    if (options_.verify && options_.model_repository.empty()) {
+      return Fail(kExitUsage, "--verify needs --model-repository (where each model's reference.pt lies)");
+    }
+    return true;
+  }
+
+  // The arrival process, the model mix and the length specs.
+  bool ParseTraffic() {
+    absl::StatusOr<ArrivalKind> arrival = ParseArrivalKind(options_.arrival);
+    if (!arrival.ok()) return Fail(kExitUsage, arrival.status().message());
+    if (options_.run.burstiness != 1.0 && *arrival == ArrivalKind::kPoisson) arrival = ArrivalKind::kGamma;
+    options_.run.arrival = *arrival;
+    absl::StatusOr<std::vector<ModelShare>> mix = ParseModelMix(options_.model_mix);
+    absl::StatusOr<std::map<std::string, std::string>> specs = LengthSpecs(options_.lengths);
+    if (!mix.ok() || !specs.ok()) return Fail(kExitUsage, (!mix.ok() ? mix.status() : specs.status()).message());
+    mix_ = *std::move(mix);
+    length_specs_ = *std::move(specs);
+    return true;
+  }
+
+  bool LoadSloAndPricing() {
+    if (!options_.slo_path.empty()) {
+      absl::StatusOr<SloSpec> loaded = LoadSlo(options_.slo_path);
+      if (!loaded.ok()) return Fail(kExitUsage, loaded.status().message());
+      slo_ = *loaded;
+    }
+    if (!options_.pricing_path.empty() || !options_.preset.empty() || options_.hourly_usd > 0) {
+      absl::StatusOr<Pricing> pricing = ResolvePricing(options_);
+      if (!pricing.ok()) return Fail(kExitUsage, pricing.status().message());
+      pricing_ = *pricing;
+    }
+    return true;
+  }
+
+  bool ConnectClient() {
+    if (options_.address.empty()) options_.address = options_.protocol == "http" ? "localhost:8000" : "localhost:8001";
+    InferClient::Options options;
+    options.protocol = options_.protocol;
+    options.address = options_.address;
+    options.channels = options_.channels;
+    options.bearer_token = options_.bearer_token;
+    // HTTP holds one connection per call in flight: as many as the load can have.
+    options.max_connections = std::max(options_.run.max_outstanding, options_.run.concurrency);
+    for (double level : options_.sweep.levels) {
+      options.max_connections = std::max(options.max_connections, static_cast<int>(level));
+    }
+    absl::StatusOr<std::unique_ptr<InferClient>> client = InferClient::Create(options);
+    if (!client.ok()) return Fail(kExitUsage, client.status().message());
+    client_ = *std::move(client);
+    return true;
+  }
+
+  // Asks the server about every model in the mix.
+  bool DescribeModels() {
+    report_.target = options_.protocol == "http" ? absl::StrCat("http://", options_.address) : options_.address;
+    report_.seed = options_.seed;
+    for (const ModelShare& share : mix_) {
+      if (!DescribeModel(share)) return false;
+    }
+    return true;
+  }
+
+  // The length spec for a model: its own, else the one for every model, else speech or uniform up to the largest
+  // bucket.
+  std::string LengthSpecFor(const std::string& model, const ModelInfo& info) const {
+    if (auto it = length_specs_.find(model); it != length_specs_.end()) return it->second;
+    if (auto it = length_specs_.find(""); it != length_specs_.end()) return it->second;
+    return info.is_speech() ? "speech" : absl::StrCat("uniform:1-", info.max_length);
+  }
+
+  bool DescribeModel(const ModelShare& share) {
+    absl::StatusOr<ModelInfo> info =
+        FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
+    if (!info.ok()) return Fail(kExitServer, absl::StrCat("model ", share.model, ": ", info.status().message()));
+    std::string spec = LengthSpecFor(share.model, *info);
+    absl::StatusOr<std::unique_ptr<LengthProfile>> profile =
+        LengthProfile::Create(spec, info->sample_rate, info->max_length);
     if (!profile.ok()) {
-      std::cerr << "model " << share.model << ": " << profile.status().message() << "\n";
-      return kExitUsage;
+      return Fail(kExitUsage, absl::StrCat("model ", share.model, ": ", profile.status().message()));
     }
     if (info->sample_rate_assumed) {
       spdlog::warn("model {}: no --model-repository to read the sample rate from; assuming 16000 Hz", share.model);
     }
     std::shared_ptr<const AudioFolder> audio;
-    if (!o.audio_dir.empty() && info->is_speech()) {
-      absl::StatusOr<AudioFolder> folder = LoadAudioFolder(o.audio_dir, info->sample_rate, info->max_length);
+    if (!options_.audio_dir.empty() && info->is_speech()) {
+      absl::StatusOr<AudioFolder> folder = LoadAudioFolder(options_.audio_dir, info->sample_rate, info->max_length);
       if (!folder.ok()) {
-        std::cerr << "model " << share.model << ": " << folder.status().message() << "\n";
-        return kExitUsage;
+        return Fail(kExitUsage, absl::StrCat("model ", share.model, ": ", folder.status().message()));
       }
-      spec = absl::StrCat("audio:", o.audio_dir, " (", folder->clips.size(), " clips, ", folder->truncated,
+      spec = absl::StrCat("audio:", options_.audio_dir, " (", folder->clips.size(), " clips, ", folder->truncated,
                           " cut to the largest bucket)");
       audio = std::make_shared<const AudioFolder>(*std::move(folder));
     }
-    report.models.push_back({info->name, info->kind, spec, share.weight, info->max_length, info->sample_rate,
-                             info->sample_rate_assumed});
-    models.push_back({*std::move(info), share.weight, *std::move(profile), std::move(audio)});
+    report_.models.push_back({info->name, info->kind, spec, share.weight, info->max_length, info->sample_rate,
+                              info->sample_rate_assumed});
+    models_.push_back({*std::move(info), share.weight, *std::move(profile), std::move(audio)});
+    return true;
   }
 
-  int exit_code = kExitOk;
-  if (o.verify) {
-    for (const WorkloadModel& m : models) {
-      absl::StatusOr<VerifyReport> v = VerifyModel(**client, m.info, o.model_repository, o.tolerance,
-                                                   o.run.timeout_ms);
-      if (!v.ok()) {
-        std::cerr << "verify " << m.info.name << ": " << v.status().message() << "\n";
-        return kExitUsage;
-      }
-      if (!v->ok()) exit_code = kExitCheckFailed;
-      report.verify.push_back(*std::move(v));
+  bool VerifyModels() {
+    if (!options_.verify) return true;
+    for (const WorkloadModel& m : models_) {
+      absl::StatusOr<VerifyReport> v =
+          VerifyModel(*client_, m.info, options_.model_repository, options_.tolerance, options_.run.timeout_ms);
+      if (!v.ok()) return Fail(kExitUsage, absl::StrCat("verify ", m.info.name, ": ", v.status().message()));
+      if (!v->ok()) exit_code_ = kExitCheckFailed;
+      report_.verify.push_back(*std::move(v));
     }
+    return true;
   }
 
-  std::vector<std::string> model_names;
-  for (const WorkloadModel& m : models) model_names.push_back(m.info.name);
-  absl::StatusOr<std::unique_ptr<Workload>> workload = Workload::Create(std::move(models), o.seed, o.vocab);
-  if (!workload.ok()) {
-    std::cerr << workload.status().message() << "\n";
-    return kExitUsage;
+  bool BuildWorkload() {
+    for (const WorkloadModel& m : models_) model_names_.push_back(m.info.name);
+    absl::StatusOr<std::unique_ptr<Workload>> workload =
+        Workload::Create(std::move(models_), options_.seed, options_.vocab);
+    if (!workload.ok()) return Fail(kExitUsage, workload.status().message());
+    workload_ = *std::move(workload);
+    return true;
   }
-  if (o.dry_run) {
+
+  // --dry-run: the padding plan of the drawn requests, on stdout and optionally as JSON.
+  bool WritePaddingPlan() {
     const std::vector<ModelPaddingPlan> plans =
-        PlanPadding(**workload, o.run.first_index, o.run.requests > 0 ? o.run.requests : 1000);
+        PlanPadding(*workload_, options_.run.first_index, options_.run.requests > 0 ? options_.run.requests : 1000);
     std::cout << FormatPaddingPlan(plans);
-    if (!o.json_path.empty()) {
-      if (absl::Status s = WritePaddingPlanJson(plans, o.seed, o.json_path); !s.ok()) {
-        std::cerr << s.message() << "\n";
-        return kExitUsage;
-      }
+    if (options_.json_path.empty()) return true;
+    if (absl::Status s = WritePaddingPlanJson(plans, options_.seed, options_.json_path); !s.ok()) {
+      return Fail(kExitUsage, s.message());
     }
-    return exit_code;
+    return true;
   }
-  o.run.arrival_seed = MixSeed(o.seed, 0xa77a1);
-  report.options = o.run;
-  const std::string arrival_name = ArrivalKindName(o.run.arrival);
-  auto good = [&slo](const RequestRecord& r, double audio_s) { return MeetsRequestSlo(slo, r, audio_s); };
 
-  if (load) {
-    ServerMonitor::Options monitor_options;
-    monitor_options.metrics_url = ResolveMetricsUrl(o);
-    monitor_options.interval_s = o.scrape_interval_s;
-    monitor_options.server_pid = o.server_pid;
-    monitor_options.models = model_names;
-    monitor_options.bearer_token = o.bearer_token;
-    ServerMonitor monitor(monitor_options, client->get());
+  RunSummary SummarizeRun(const RunResult& run, double burstiness) const {
+    auto good = [this](const RequestRecord& r, double audio_s) { return MeetsRequestSlo(slo_, r, audio_s); };
+    return loadtest::Summarize(run, *workload_, ArrivalKindName(options_.run.arrival), burstiness, good);
+  }
+
+  // Runs the load (or the sweep) between the server monitor's Begin and End, then fills in the server's
+  // figures, the timeline, the histogram, the SLO verdicts and the cost.
+  bool MeasureUnderLoad() {
+    ServerMonitor monitor(MonitorOptions(), client_.get());
     // The server's "before" snapshot is taken when warm-up ends, on the sending thread just before the first
     // measured request (a few ms; open-loop latency counts from the scheduled time anyway); for a sweep, before
     // its first step.
@@ -222,88 +263,125 @@ int RunApp(AppOptions o) {
       if (!begun) monitor.Begin();
       begun = true;
     };
-    if (!o.sweep.knob.empty()) begin_monitor();
-    o.run.on_measure_start = begin_monitor;
-
-    RunResult last_run;
-    std::vector<RunResult> step_runs;  // a sweep's runs, for the best step's timeline and histogram
-    if (!o.sweep.knob.empty()) {
-      if (o.sweep.levels.empty()) {
-        o.sweep.start = o.sweep.knob == "rate" ? (o.run.rate > 0 ? o.run.rate : 1.0)
-                                               : (o.run.concurrency > 0 ? o.run.concurrency : 1.0);
-      }
-      SloSpec sweep_slo = slo;
-      if (sweep_slo.empty()) sweep_slo.max_error_rate = 0.01;  // the default objective of a sweep
-      auto measure = [&](double level) -> absl::StatusOr<RunSummary> {
-        RunOptions step = o.run;
-        step.concurrency = o.sweep.knob == "concurrency" ? static_cast<int>(level) : 0;
-        step.rate = o.sweep.knob == "rate" ? level : 0;
-        step.label = absl::StrCat(o.sweep.knob, " ", level);
-        absl::StatusOr<RunResult> run = RunLoad(step, **workload, **client);
-        if (!run.ok()) return run.status();
-        step_runs.push_back(*std::move(run));
-        return Summarize(step_runs.back(), **workload, arrival_name, step.burstiness, good);
-      };
-      if (absl::Status s = RunSweep(o.sweep, sweep_slo, measure, report.sweep, report.sweep_best); !s.ok()) {
-        std::cerr << s.message() << "\n";
-        return absl::IsInvalidArgument(s) ? kExitUsage : kExitServer;
-      }
-      if (!report.sweep_best) exit_code = kExitCheckFailed;
-      // The table, timeline and histogram show the best passing step (or the last one).
-      const size_t shown = report.sweep_best.value_or(report.sweep.size() - 1);
-      report.summary = report.sweep[shown].summary;
-      last_run = std::move(step_runs[shown]);
-      step_runs.clear();
-    } else {
-      absl::StatusOr<RunResult> run = RunLoad(o.run, **workload, **client);
-      if (!run.ok()) {
-        std::cerr << run.status().message() << "\n";
-        return kExitUsage;
-      }
-      last_run = *std::move(run);
-      report.summary = Summarize(last_run, **workload, arrival_name, o.run.burstiness, good);
-    }
+    if (!options_.sweep.knob.empty()) begin_monitor();
+    options_.run.on_measure_start = begin_monitor;
+    RunResult shown_run;
+    const bool ran = options_.sweep.knob.empty() ? RunOnce(shown_run) : RunSweepSteps(shown_run);
+    options_.run.on_measure_start = nullptr;  // it refers to this frame's monitor
+    if (!ran) return false;
     begin_monitor();  // when nothing was measured
-    report.server = monitor.End();
-    for (ModelServerStats& st : report.server->model_stats) {
-      for (const ThroughputStats& m : report.summary.per_model) {
-        if (m.model == st.model && m.latency.count > 0 && st.inferences > 0 && o.sweep.knob.empty()) {
+    report_.server = monitor.End();
+    AddClientMinusServerTimes();
+    report_.timeline = BuildTimeline(shown_run, 1.0);
+    report_.histogram = BuildHistogram(shown_run, 40);
+    JudgeSloAndCost();
+    if (report_.summary.total.ok == 0 && report_.summary.total.requests > 0) {
+      spdlog::error("no request succeeded; first error: {}", report_.summary.total.errors_by_code.begin()->first);
+    }
+    return true;
+  }
+
+  ServerMonitor::Options MonitorOptions() const {
+    ServerMonitor::Options options;
+    options.metrics_url = ResolveMetricsUrl(options_);
+    options.interval_s = options_.scrape_interval_s;
+    options.server_pid = options_.server_pid;
+    options.models = model_names_;
+    options.bearer_token = options_.bearer_token;
+    return options;
+  }
+
+  bool RunOnce(RunResult& run) {
+    absl::StatusOr<RunResult> result = RunLoad(options_.run, *workload_, *client_);
+    if (!result.ok()) return Fail(kExitUsage, result.status().message());
+    run = *std::move(result);
+    report_.summary = SummarizeRun(run, options_.run.burstiness);
+    return true;
+  }
+
+  // One run per level; `shown_run` becomes the best passing step's run (or the last one's), for the table,
+  // the timeline and the histogram.
+  bool RunSweepSteps(RunResult& shown_run) {
+    if (options_.sweep.levels.empty()) {
+      const RunOptions& run = options_.run;
+      options_.sweep.start = options_.sweep.knob == "rate" ? (run.rate > 0 ? run.rate : 1.0)
+                                                           : (run.concurrency > 0 ? run.concurrency : 1.0);
+    }
+    SloSpec sweep_slo = slo_;
+    if (sweep_slo.empty()) sweep_slo.max_error_rate = 0.01;  // the default objective of a sweep
+    std::vector<RunResult> step_runs;
+    auto measure = [&](double level) -> absl::StatusOr<RunSummary> {
+      RunOptions step = options_.run;
+      step.concurrency = options_.sweep.knob == "concurrency" ? static_cast<int>(level) : 0;
+      step.rate = options_.sweep.knob == "rate" ? level : 0;
+      step.label = absl::StrCat(options_.sweep.knob, " ", level);
+      absl::StatusOr<RunResult> run = RunLoad(step, *workload_, *client_);
+      if (!run.ok()) return run.status();
+      step_runs.push_back(*std::move(run));
+      return SummarizeRun(step_runs.back(), step.burstiness);
+    };
+    if (absl::Status s = RunSweep(options_.sweep, sweep_slo, measure, report_.sweep, report_.sweep_best); !s.ok()) {
+      return Fail(absl::IsInvalidArgument(s) ? kExitUsage : kExitServer, s.message());
+    }
+    if (!report_.sweep_best) exit_code_ = kExitCheckFailed;
+    const size_t shown = report_.sweep_best.value_or(report_.sweep.size() - 1);
+    report_.summary = report_.sweep[shown].summary;
+    shown_run = std::move(step_runs[shown]);
+    return true;
+  }
+
+  // Per model (single runs only): the client's mean latency minus the server's.
+  void AddClientMinusServerTimes() {
+    if (!options_.sweep.knob.empty()) return;
+    for (ModelServerStats& st : report_.server->model_stats) {
+      for (const ThroughputStats& m : report_.summary.per_model) {
+        if (m.model == st.model && m.latency.count > 0 && st.inferences > 0) {
           st.client_minus_server_ms = m.latency.mean_ms - st.server_ms_mean;
         }
       }
     }
-    report.timeline = BuildTimeline(last_run, 1.0);
-    report.histogram = BuildHistogram(last_run, 40);
-    if (!o.slo_path.empty()) {
-      report.slo = slo;
-      report.verdicts = Evaluate(slo, report.summary);
-      if (!AllPass(report.verdicts)) exit_code = kExitCheckFailed;
-    }
-    if (pricing) {
-      report.pricing = pricing;
-      report.cost = ComputeCost(*pricing, report.summary);
-    }
-    if (report.summary.total.ok == 0 && report.summary.total.requests > 0) {
-      spdlog::error("no request succeeded; first error: {}", report.summary.total.errors_by_code.begin()->first);
-    }
-  } else {
-    report.summary.per_model.resize(1);  // verify only: an empty table
   }
 
-  std::cout << (load ? FormatReport(report) : FormatVerify(report.verify));
-  if (!o.json_path.empty()) {
-    if (absl::Status s = WriteReportJson(report, o.json_path); !s.ok()) {
-      std::cerr << s.message() << "\n";
-      return kExitUsage;
+  void JudgeSloAndCost() {
+    if (!options_.slo_path.empty()) {
+      report_.slo = slo_;
+      report_.verdicts = Evaluate(slo_, report_.summary);
+      if (!AllPass(report_.verdicts)) exit_code_ = kExitCheckFailed;
+    }
+    if (pricing_) {
+      report_.pricing = pricing_;
+      report_.cost = ComputeCost(*pricing_, report_.summary);
     }
   }
-  if (!o.svg_path.empty() && load) {
-    if (absl::Status s = WriteSvg(report, o.svg_path); !s.ok()) {
-      std::cerr << s.message() << "\n";
-      return kExitUsage;
+
+  // The table (or the verify results) on stdout, then the JSON report and the SVG plot when asked for.
+  bool WriteOutputs() {
+    std::cout << (load_ ? FormatReport(report_) : FormatVerify(report_.verify));
+    if (!options_.json_path.empty()) {
+      if (absl::Status s = WriteReportJson(report_, options_.json_path); !s.ok()) return Fail(kExitUsage, s.message());
     }
+    if (!options_.svg_path.empty() && load_) {
+      if (absl::Status s = WriteSvg(report_, options_.svg_path); !s.ok()) return Fail(kExitUsage, s.message());
+    }
+    return true;
   }
-  return exit_code;
-}
+
+  AppOptions options_;
+  const bool load_;  // a run or a sweep (not only --verify or --dry-run)
+  int exit_code_ = kExitOk;
+  std::vector<ModelShare> mix_;
+  std::map<std::string, std::string> length_specs_;  // by model; "" for every model
+  SloSpec slo_;
+  std::optional<Pricing> pricing_;
+  std::unique_ptr<InferClient> client_;
+  std::vector<WorkloadModel> models_;  // until BuildWorkload moves them into workload_
+  std::vector<std::string> model_names_;
+  std::unique_ptr<Workload> workload_;
+  Report report_;
+};
+
+}  // namespace
+
+int RunApp(AppOptions options) { return App(std::move(options)).Run(); }
 
 }  // namespace sluice::loadtest

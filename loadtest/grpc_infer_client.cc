@@ -1,5 +1,8 @@
 #include "loadtest/grpc_infer_client.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace sluice::loadtest {
@@ -35,14 +38,15 @@ void GrpcInferClient::Prepare(grpc::ClientContext& context) const {
 
 void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
                            Done done) {
-  auto* call = new Call;
+  auto owned = std::make_shared<Call>();
+  Call* call = owned.get();
   call->request = std::move(request);
   call->done = std::move(done);
   call->context.set_deadline(deadline);
   if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
   {
     absl::MutexLock lock(&mu_);
-    calls_.insert(call);
+    calls_.emplace(call, std::move(owned));
   }
   auto& stub = *stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
   stub.async()->ModelInfer(&call->context, &call->request, &call->response,
@@ -51,14 +55,23 @@ void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
 
 void GrpcInferClient::Finish(Call* call, const grpc::Status& status) {
   call->done(status, call->response);
+  std::shared_ptr<Call> owned;  // the call is freed here, after the lock, unless CancelAll still holds it
   absl::MutexLock lock(&mu_);
-  calls_.erase(call);
-  delete call;
+  auto it = calls_.find(call);
+  owned = std::move(it->second);
+  calls_.erase(it);
 }
 
 void GrpcInferClient::CancelAll() {
-  absl::MutexLock lock(&mu_);
-  for (Call* call : calls_) call->context.TryCancel();
+  // TryCancel is a call into gRPC, so it runs outside mu_ (a completion it triggers runs Finish, which takes
+  // mu_); the shared_ptrs keep each call's context alive until then, even when its Finish runs meanwhile.
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    absl::MutexLock lock(&mu_);
+    calls.reserve(calls_.size());
+    for (const auto& [raw, call] : calls_) calls.push_back(call);
+  }
+  for (const std::shared_ptr<Call>& call : calls) call->context.TryCancel();
 }
 
 bool GrpcInferClient::WaitIdle(absl::Duration timeout) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "grpc_service.grpc.pb.h"
 #include "loadtest/infer_client.h"
@@ -41,8 +41,9 @@ class GrpcInferClient final : public InferClient {
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  mutable absl::Mutex mu_;
-  absl::flat_hash_set<Call*> calls_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex mu_;  // never held while calling out to gRPC or a caller's callback
+  // Calls in flight. Shared so that CancelAll can call TryCancel outside mu_ while a call finishes.
+  absl::flat_hash_map<Call*, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::loadtest

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "backend/base/status_mapping.h"
 #include "loadtest/kserve_http.h"
 
 namespace sluice::loadtest {
@@ -26,29 +27,25 @@ httplib::Headers AuthHeaders(const std::string& bearer_token) {
 }
 
 grpc::Status HttpError(const httplib::Response& response) {
-  return grpc::Status(static_cast<grpc::StatusCode>(GrpcCodeForHttpStatus(response.status)),
+  // absl and gRPC status codes share their numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(StatusCodeForHttp(response.status)),
                       absl::StrCat("HTTP ", response.status, ": ", HttpErrorMessage(response.body)));
 }
 
 }  // namespace
-
-struct HttpInferClient::Worker {
-  std::thread thread;
-  httplib::Client* client = nullptr;  // owned by the worker's thread; set (under mu_) while it runs, for CancelAll
-};
 
 HttpInferClient::HttpInferClient(const Options& options) : InferClient(options) {}
 
 HttpInferClient::~HttpInferClient() {
   CancelAll();
   WaitIdle(absl::Seconds(30));
-  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> workers;
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
     workers.swap(workers_);
   }
-  for (auto& w : workers) w->thread.join();
+  for (std::thread& worker : workers) worker.join();
 }
 
 void HttpInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
@@ -58,17 +55,16 @@ void HttpInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
   queue_.push_back({std::move(request), deadline, std::move(done)});
   if (static_cast<int>(queue_.size()) > idle_workers_ &&
       static_cast<int>(workers_.size()) < std::max(1, options_.max_connections)) {
-    workers_.push_back(std::make_unique<Worker>());
-    Worker* worker = workers_.back().get();
-    worker->thread = std::thread([this, worker] { WorkerLoop(worker); });
+    // Started under mu_ so that workers_.size() counts it at once; the thread takes mu_ before touching state.
+    workers_.emplace_back([this] { WorkerLoop(); });
   }
 }
 
-void HttpInferClient::WorkerLoop(Worker* worker) {
+void HttpInferClient::WorkerLoop() {
   std::unique_ptr<httplib::Client> client = Connect(options_.address);
   {
     absl::MutexLock lock(&mu_);
-    worker->client = client.get();
+    connections_.insert(client.get());
   }
   while (true) {
     Job job;
@@ -80,7 +76,7 @@ void HttpInferClient::WorkerLoop(Worker* worker) {
       mu_.Await(absl::Condition(&ready));
       --idle_workers_;
       if (queue_.empty()) {  // stopping
-        worker->client = nullptr;
+        connections_.erase(client.get());
         return;
       }
       job = std::move(queue_.front());
@@ -138,12 +134,11 @@ void HttpInferClient::CancelAll() {
     cancel_epoch_.fetch_add(1);
     for (Job& job : queue_) queued.push_back(std::move(job));
     queue_.clear();
-    for (const auto& w : workers_) {
-      if (w->client != nullptr) running.push_back(w->client);
-    }
+    running.assign(connections_.begin(), connections_.end());
   }
-  // httplib's stop() shuts the socket of a request in flight from another thread (its own lock); an idle
-  // connection is closed and reopened by the next call. Workers and their clients live until the destructor.
+  // Outside mu_: httplib's stop() shuts the socket of a request in flight from another thread (its own lock);
+  // an idle connection is closed and reopened by the next call. Workers and their connections live until the
+  // destructor, which calls CancelAll before stopping them.
   for (httplib::Client* client : running) client->stop();
   for (Job& job : queued) {
     job.done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"), inference::ModelInferResponse());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "loadtest/infer_client.h"
 
@@ -46,9 +47,7 @@ class HttpInferClient final : public InferClient {
     std::chrono::system_clock::time_point deadline;
     Done done;
   };
-  struct Worker;
-
-  void WorkerLoop(Worker* worker);
+  void WorkerLoop();
   // One call on the worker's connection; the status and response its callback gets.
   grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
                        inference::ModelInferResponse* response);
@@ -57,7 +56,9 @@ class HttpInferClient final : public InferClient {
 
   mutable absl::Mutex mu_;
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
+  // Each running worker's connection (owned by its thread), for CancelAll to stop.
+  absl::flat_hash_set<httplib::Client*> connections_ ABSL_GUARDED_BY(mu_);
   int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // queued and running
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

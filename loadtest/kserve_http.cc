@@ -181,23 +181,6 @@ absl::StatusOr<inference::ModelInferResponse> DecodeHttpInferResponse(const std:
   return response;
 }
 
-int GrpcCodeForHttpStatus(int http_status) {
-  switch (http_status) {
-    case 200: return 0;             // OK
-    case 400: return 3;             // INVALID_ARGUMENT
-    case 401: return 16;            // UNAUTHENTICATED
-    case 403: return 7;             // PERMISSION_DENIED
-    case 404: return 5;             // NOT_FOUND
-    case 408: case 504: return 4;   // DEADLINE_EXCEEDED
-    case 413: return 11;            // OUT_OF_RANGE
-    case 429: return 8;             // RESOURCE_EXHAUSTED
-    case 499: return 1;             // CANCELLED
-    case 501: return 12;            // UNIMPLEMENTED
-    case 503: return 14;            // UNAVAILABLE
-    default: return http_status >= 500 ? 13 : 9;  // INTERNAL, FAILED_PRECONDITION
-  }
-}
-
 std::string HttpErrorMessage(const std::string& body) {
   rapidjson::Document doc;
   doc.Parse(body.c_str());

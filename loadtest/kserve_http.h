@@ -1,7 +1,8 @@
 // KServe v2 REST with the binary tensor data extension, client side: a ModelInferRequest (raw input contents)
 // becomes a JSON header followed by the inputs' bytes (Inference-Header-Content-Length says where the header
-// ends); a response, binary or JSON data, becomes a ModelInferResponse with raw_output_contents; an HTTP error
-// status becomes the gRPC code it stands for. So the HTTP client reports results exactly as the gRPC one does.
+// ends); a response, binary or JSON data, becomes a ModelInferResponse with raw_output_contents. An HTTP error
+// status becomes a gRPC code through the server's own table (backend/base/status_mapping.h, StatusCodeForHttp),
+// so the HTTP client reports results exactly as the gRPC one does.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -29,11 +30,6 @@ HttpInferBody EncodeHttpInferRequest(const inference::ModelInferRequest& request
 // converted to raw little-endian bytes of their datatype.
 absl::StatusOr<inference::ModelInferResponse> DecodeHttpInferResponse(const std::string& body,
                                                                       std::optional<size_t> header_length);
-
-// 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 408/504 DEADLINE_EXCEEDED,
-// 413 OUT_OF_RANGE, 429 RESOURCE_EXHAUSTED, 499 CANCELLED, 501 UNIMPLEMENTED, 503 UNAVAILABLE, other 5xx
-// INTERNAL, other 4xx FAILED_PRECONDITION (the mapping sluice-server itself uses, reversed).
-int GrpcCodeForHttpStatus(int http_status);
 
 // The "error" member of a KServe error body, else the body's first 200 bytes.
 std::string HttpErrorMessage(const std::string& body);

@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 namespace sluice::loadtest {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/tensor.h"
+#include "backend/base/tensor.h"
 #include "grpc_service.pb.h"
 
 namespace sluice::loadtest {

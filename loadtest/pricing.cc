@@ -2,8 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "backend/status_macros.h"
-#include "backend/yaml_node.h"
+#include "backend/base/status_macros.h"
+#include "backend/base/yaml_node.h"
 
 namespace sluice::loadtest {
 

@@ -213,8 +213,12 @@ ServerMetrics ServerMonitor::End() {
   std::string error;
   std::optional<PromScrape> after = scrape_before_ ? Scrape(&error) : std::nullopt;
   if (scrape_before_ && after) {
-    absl::MutexLock lock(&mu_);
-    DeriveFromScrapes(*scrape_before_, *after, peak_rss_seen_, out);
+    std::optional<double> peak_rss_seen;
+    {
+      absl::MutexLock lock(&mu_);
+      peak_rss_seen = peak_rss_seen_;
+    }
+    DeriveFromScrapes(*scrape_before_, *after, peak_rss_seen, out);
   } else if (!options_.metrics_url.empty()) {
     out.metrics_error = scrape_error_.empty() ? error : scrape_error_;
   }

@@ -79,12 +79,13 @@ class ServerMonitor {
 
   const Options options_;
   InferClient* const client_;
+  // The Begin/End thread's own; the scraping thread never touches them.
   std::map<std::string, inference::ModelStatistics> stats_before_;
   std::optional<PromScrape> scrape_before_;
   std::string scrape_error_;
   std::thread thread_;
 
-  absl::Mutex mu_;
+  absl::Mutex mu_;  // shared with the scraping thread; never held while scraping
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<double> peak_rss_seen_ ABSL_GUARDED_BY(mu_);
 };

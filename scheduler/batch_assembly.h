@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 #include "scheduler/infer_request.h"
 
 namespace sluice {

@@ -1,5 +1,5 @@
 // The waiting requests of one length bucket: priority levels (1 = highest), FIFO within a level.
-// Thread-safety: none; the DynamicBatcher guards each queue with its own mutex.
+// Thread-safety: none; the DynamicBatcher guards all of its queues with its one mutex (mu_).
 #pragma once
 
 #include <deque>

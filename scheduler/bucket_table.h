@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 namespace sluice {
 

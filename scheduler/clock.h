@@ -1,5 +1,7 @@
 // Time, injected: the real clock in production, a FakeClock in tests so batching decisions are deterministic.
-// Thread-safety: both implementations are safe for concurrent use.
+// Thread-safety: both implementations are safe for concurrent use. The batcher calls Now() and WaitUntil() with
+// its mutex held, so an implementation only reads time and waits: it never calls back into a scheduler, and
+// any lock of its own is a leaf (lock order: the batcher's mu_, then FakeClock::mu_).
 #pragma once
 
 #include "absl/time/clock.h"

@@ -10,7 +10,7 @@
 #include "scheduler/batch_assembly.h"
 #include "scheduler/bucket_queue.h"
 #include "scheduler/bucket_table.h"
-#include "scheduler/request_validation.h"
+#include "scheduler/enqueue_check.h"
 #include "scheduler/sync.h"
 
 namespace sluice {
@@ -38,6 +38,10 @@ class DynamicBatcher final : public Scheduler {
     for (Backend* backend : options.instances) {
       slots_.push_back(std::make_unique<InstanceSlot>(backend, static_cast<int>(slots_.size())));
     }
+    {
+      MutexLock lock(&mu_);
+      slot_work_.resize(slots_.size());
+    }
     for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { InstanceLoop(*s); });
     batcher_thread_ = std::thread([this] { BatcherLoop(); });
   }
@@ -45,7 +49,7 @@ class DynamicBatcher final : public Scheduler {
   ~DynamicBatcher() override { Stop(); }
 
   absl::StatusOr<RequestId> Enqueue(InferRequest request) override {
-    if (absl::Status valid = ValidateInferRequest(model_, request); !valid.ok()) return valid;
+    if (absl::Status valid = CheckEnqueueShape(model_, request); !valid.ok()) return valid;
     absl::StatusOr<size_t> bucket = table_.BucketFor(request.length);
     if (!bucket.ok()) return bucket.status();
     const int levels = model_.batching.priority_levels;
@@ -120,14 +124,18 @@ class DynamicBatcher final : public Scheduler {
   const ModelConfig& model() const override { return model_; }
 
  private:
+  // One instance and its thread; fixed after construction. What it shares with the batcher thread is its
+  // SlotWork in slot_work_, under mu_.
   struct InstanceSlot {
     InstanceSlot(Backend* b, int i) : backend(b), index(i) {}
-    Backend* backend;
+    Backend* const backend;
     const int index;
     std::thread thread;
-    CondVar cv;
-    bool busy = false;                    // guarded by mu_
-    std::optional<FormedBatch> assigned;  // guarded by mu_
+    CondVar cv;  // a batch was assigned, or shutdown
+  };
+  struct SlotWork {
+    bool busy = false;                    // from assignment until the batch is answered
+    std::optional<FormedBatch> assigned;  // handed over by the batcher, taken by the instance thread
   };
 
   // The last warm-up run of each bucket gives the first compute estimate, until real runs replace it.
@@ -215,11 +223,12 @@ class DynamicBatcher final : public Scheduler {
     return next;
   }
 
-  InstanceSlot* FreeSlotLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (auto& slot : slots_) {
-      if (!slot->busy) return slot.get();
+  // The index of an instance with no batch, if any.
+  std::optional<size_t> FreeSlotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (size_t i = 0; i < slot_work_.size(); ++i) {
+      if (!slot_work_[i].busy) return i;
     }
-    return nullptr;
+    return std::nullopt;
   }
 
   void BatcherLoop() {
@@ -240,13 +249,15 @@ class DynamicBatcher final : public Scheduler {
         mu_.Lock();
         continue;
       }
-      while (InstanceSlot* slot = FreeSlotLocked()) {
+      while (std::optional<size_t> free = FreeSlotLocked()) {
         std::optional<size_t> bucket = PickBucketLocked(now);
         if (!bucket) break;
-        slot->assigned = FormBatchLocked(*bucket, now);
-        slot->busy = true;
-        slot->cv.Signal();
+        slot_work_[*free].assigned = FormBatchLocked(*bucket, now);
+        slot_work_[*free].busy = true;
+        slots_[*free]->cv.Signal();
       }
+      // A call-out under mu_, by design: the clock waits on our condition variable (Clock's contract: it
+      // only waits and reads time, never calls back into the scheduler).
       clock_.WaitUntil(batcher_cv_, mu_, NextWakeLocked(now));
     }
   }
@@ -256,17 +267,17 @@ class DynamicBatcher final : public Scheduler {
       FormedBatch batch;
       {
         MutexLock lock(&mu_);
-        while (!slot.assigned && !shutdown_) slot.cv.Wait(&mu_);
-        if (!slot.assigned) return;
-        batch = std::move(*slot.assigned);
-        slot.assigned.reset();
+        while (!slot_work_[slot.index].assigned && !shutdown_) slot.cv.Wait(&mu_);
+        if (!slot_work_[slot.index].assigned) return;
+        batch = std::move(*slot_work_[slot.index].assigned);
+        slot_work_[slot.index].assigned.reset();
       }
       const absl::Duration batch_time = RunBatch(slot, batch);
       MutexLock lock(&mu_);
       absl::Duration& estimate = estimates_[batch.bucket][table_.BatchSizeIndex(batch.batch_size)];
       // Smoothed so one slow outlier does not close every later batch early.
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
-      slot.busy = false;
+      slot_work_[slot.index].busy = false;
       in_flight_ -= static_cast<int64_t>(batch.requests.size());
       batcher_cv_.Signal();
       idle_cv_.SignalAll();
@@ -335,6 +346,7 @@ class DynamicBatcher final : public Scheduler {
   std::vector<BucketQueue> queues_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<RequestId, size_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // queued request -> bucket
   std::vector<std::vector<absl::Duration>> estimates_ ABSL_GUARDED_BY(mu_);  // [bucket][batch size index]
+  std::vector<SlotWork> slot_work_ ABSL_GUARDED_BY(mu_);                     // [instance index]
   RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   int queued_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;

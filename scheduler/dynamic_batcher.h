@@ -7,7 +7,8 @@
 // instance. Expired requests leave their queue the moment they expire and never run.
 //
 // Threads: one batcher thread owns the decisions; one thread per instance runs graphs. One mutex (mu_)
-// guards all shared state; it is never held while a graph runs or a callback is called.
+// guards all shared state; it is never held while a graph runs or a callback is called (only the injected
+// Clock is called under it, which reads time and waits; see clock.h).
 #pragma once
 
 #include <functional>
@@ -20,21 +21,6 @@
 #include "scheduler/scheduler.h"
 
 namespace sluice {
-
-// What one executed batch did: for metrics (batch counts, padding waste, compute time, instance busy time).
-struct BatchReport {
-  int instance = 0;          // index into DynamicBatcherOptions::instances
-  int64_t bucket_length = 0;
-  int batch_size = 0;        // compiled batch size it ran at
-  int rows = 0;              // real requests in it (the rest were dummy rows)
-  int64_t real_steps = 0;    // sum of the real rows' lengths (samples or tokens)
-  absl::Duration compute;
-  bool ok = true;            // false when the backend failed the batch
-};
-
-// Called on the instance thread after each batch, before its requests' on_done; no scheduler lock is held.
-// Must be cheap and thread-safe (instances report concurrently).
-using BatchObserver = std::function<void(const BatchReport&)>;
 
 struct DynamicBatcherOptions {
   const ModelConfig* model = nullptr;  // must outlive the batcher

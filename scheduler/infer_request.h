@@ -1,5 +1,7 @@
 // What the front ends hand the scheduler, and what comes back. Native types only: no JSON or protobuf.
-// Thread-safety: plain values; `on_done` is called exactly once, from a scheduler or instance thread.
+// Thread-safety: plain values. `on_done` is called exactly once, never under a scheduler lock: on an instance
+// thread when the request ran, on the batcher thread when it expired in its queue, and on the thread that
+// called Scheduler::Cancel when it was cancelled while queued.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "backend/tensor.h"
+#include "backend/base/tensor.h"
 
 namespace sluice {
 
@@ -26,8 +28,9 @@ struct InferResponse {
   int64_t bucket_length = 0;         // compiled length it was padded to
 };
 
-// Called exactly once per accepted request, never while a scheduler lock is held. Must not block for long:
-// it runs on a batcher or instance thread (front ends only serialize and hand the reply to their transport).
+// Called exactly once per accepted request, never while a scheduler lock is held. Must not block for long: it
+// runs on an instance thread, the batcher thread, or a Cancel() caller's thread (see the header comment); front
+// ends only serialize and hand the reply to their transport.
 using DoneCallback = std::function<void(InferResponse)>;
 
 struct InferRequest {

@@ -4,12 +4,29 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/statusor.h"
-#include "backend/model_config.h"
+#include "absl/time/time.h"
+#include "backend/base/model_config.h"
 #include "scheduler/infer_request.h"
 
 namespace sluice {
+
+// What one executed batch did: for metrics (batch counts, padding waste, compute time, instance busy time).
+struct BatchReport {
+  int instance = 0;          // index into the model's instances
+  int64_t bucket_length = 0;
+  int batch_size = 0;        // compiled batch size it ran at
+  int rows = 0;              // real requests in it (the rest were dummy rows)
+  int64_t real_steps = 0;    // sum of the real rows' lengths (samples or tokens)
+  absl::Duration compute;
+  bool ok = true;            // false when the backend failed the batch
+};
+
+// Called on the instance thread after each batch, before its requests' on_done; no scheduler lock is held.
+// Must be cheap and thread-safe (instances report concurrently).
+using BatchObserver = std::function<void(const BatchReport&)>;
 
 class Scheduler {
  public:
@@ -23,8 +40,9 @@ class Scheduler {
   // ResourceExhausted (queue full), Unavailable (stopping), DeadlineExceeded (deadline already passed).
   virtual absl::StatusOr<RequestId> Enqueue(InferRequest request) = 0;
 
-  // Removes a still-queued request and answers it CANCELLED. No effect once its batch has started
-  // (it is then answered normally) or when the id is unknown.
+  // Removes a still-queued request and answers it CANCELLED: its on_done runs on this (the caller's) thread
+  // before Cancel returns, so the caller must not hold a lock that on_done takes. No effect once its batch has
+  // started (it is then answered normally) or when the id is unknown.
   virtual void Cancel(RequestId id) = 0;
 
   // Refuses new requests, finishes every accepted one, then returns. Idempotent.

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/model_parameters.h"
 
 namespace sluice {
 namespace {
@@ -40,26 +39,29 @@ void AppendTyped(const HostTensor& tensor, Repeated* out) {
   for (T value : tensor.values<T>()) out->Add(value);
 }
 
-inference::DataType TritonType(DataType dtype) {
-  switch (dtype) {
-    case DataType::kBool: return inference::TYPE_BOOL;
-    case DataType::kInt32: return inference::TYPE_INT32;
-    case DataType::kInt64: return inference::TYPE_INT64;
-    case DataType::kFp16: return inference::TYPE_FP16;
-    case DataType::kFp32: return inference::TYPE_FP32;
-  }
-  return inference::TYPE_INVALID;
-}
-
-void FillDuration(const DurationStat& in, inference::StatisticDuration* out) {
-  out->set_count(in.count);
-  out->set_ns(in.ns);
-}
-
 }  // namespace
 
-absl::StatusOr<DecodedInferRequest> DecodeInferRequest(const inference::ModelInferRequest& request) {
-  DecodedInferRequest decoded;
+absl::StatusOr<InferParameters> DecodeInferParameters(
+    const google::protobuf::Map<std::string, inference::InferParameter>& parameters) {
+  InferParameters decoded;
+  for (const auto& [key, value] : parameters) {
+    switch (value.parameter_choice_case()) {
+      case inference::InferParameter::kBoolParam: decoded.emplace_back(key, value.bool_param()); break;
+      case inference::InferParameter::kInt64Param: decoded.emplace_back(key, value.int64_param()); break;
+      case inference::InferParameter::kUint64Param: decoded.emplace_back(key, value.uint64_param()); break;
+      case inference::InferParameter::kDoubleParam: decoded.emplace_back(key, value.double_param()); break;
+      case inference::InferParameter::kStringParam: decoded.emplace_back(key, value.string_param()); break;
+      case inference::InferParameter::PARAMETER_CHOICE_NOT_SET:
+        return absl::InvalidArgumentError(absl::StrCat("parameter '", key, "' has no value"));
+    }
+  }
+  return decoded;
+}
+
+absl::StatusOr<GrpcInferCall> DecodeInferRequest(const inference::ModelInferRequest& request) {
+  GrpcInferCall decoded;
+  InferCall& call = decoded.call;
+  call.id = request.id();
   decoded.raw = request.raw_input_contents_size() > 0;
   if (decoded.raw && request.raw_input_contents_size() != request.inputs_size()) {
     return absl::InvalidArgumentError(absl::StrCat("raw_input_contents has ", request.raw_input_contents_size(),
@@ -75,49 +77,32 @@ absl::StatusOr<DecodedInferRequest> DecodeInferRequest(const inference::ModelInf
       }
       tensor.bytes = request.raw_input_contents(i);
     } else {
-      tensor.bytes = decoded.storage.emplace_back(TypedBytes(input));
+      tensor.bytes = call.storage.emplace_back(TypedBytes(input));
     }
-    decoded.inputs.push_back(std::move(tensor));
+    call.inputs.push_back(std::move(tensor));
   }
-  for (const auto& output : request.outputs()) decoded.requested_outputs.push_back(output.name());
+  for (const auto& output : request.outputs()) call.requested_outputs.push_back(output.name());
+  absl::StatusOr<InferParameters> parameters = DecodeInferParameters(request.parameters());
+  if (!parameters.ok()) return parameters.status();
+  call.parameters = *std::move(parameters);
   return decoded;
 }
 
-absl::Status ApplyInferParameters(const google::protobuf::Map<std::string, inference::InferParameter>& parameters,
-                                  absl::Time now, SubmitOptions& options) {
-  for (const auto& [key, value] : parameters) {
-    if (key != "priority" && key != "timeout") continue;  // other parameters (e.g. binary_data_output) are hints
-    int64_t number;
-    if (value.has_int64_param()) {
-      number = value.int64_param();
-    } else if (value.has_uint64_param()) {
-      number = static_cast<int64_t>(value.uint64_param());
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("parameter '", key, "' must be an integer"));
-    }
-    if (number < 0) return absl::InvalidArgumentError(absl::StrCat("parameter '", key, "' must not be negative"));
-    if (key == "priority") {
-      options.priority = static_cast<int>(number);
-    } else if (number > 0) {
-      options.deadline = std::min(options.deadline, now + absl::Microseconds(number));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void EncodeInferResponse(const ModelConfig& model, const inference::ModelInferRequest& request,
-                         const std::vector<size_t>& selected, std::vector<HostTensor> outputs, bool raw,
+void EncodeInferResponse(const ModelConfig& model, const std::string& id, InferResult result, bool raw,
                          inference::ModelInferResponse& response) {
   response.set_model_name(model.name);
   response.set_model_version("1");
-  response.set_id(request.id());
-  for (size_t index : selected) {
-    HostTensor& tensor = outputs[index];
+  response.set_id(id);
+  // raw_output_contents, when used, must hold one entry per output: an FP16 output (which has no typed field)
+  // therefore turns the whole answer raw.
+  for (const InferOutput& output : result.outputs) raw = raw || output.tensor.dtype == DataType::kFp16;
+  for (InferOutput& output : result.outputs) {
+    const HostTensor& tensor = output.tensor;
     auto* out = response.add_outputs();
-    out->set_name(model.outputs[index].name);
+    out->set_name(output.spec->name);
     out->set_datatype(DataTypeName(tensor.dtype));
     for (int64_t d : tensor.shape) out->add_shape(d);
-    if (raw || tensor.dtype == DataType::kFp16) {
+    if (raw) {
       response.add_raw_output_contents()->assign(reinterpret_cast<const char*>(tensor.bytes.data()),
                                                  tensor.bytes.size());
       continue;
@@ -130,77 +115,6 @@ void EncodeInferResponse(const ModelConfig& model, const inference::ModelInferRe
       case DataType::kBool: AppendTyped<uint8_t>(tensor, c->mutable_bool_contents()); break;
       case DataType::kFp16: break;
     }
-  }
-}
-
-void FillModelMetadata(const ModelConfig& model, inference::ModelMetadataResponse& response) {
-  response.set_name(model.name);
-  response.add_versions("1");
-  response.set_platform("sluice_torchscript");
-  auto fill = [](const TensorSpec& spec, inference::ModelMetadataResponse::TensorMetadata* out) {
-    out->set_name(spec.name);
-    out->set_datatype(DataTypeName(spec.dtype));
-    for (int64_t d : BatchedShape(spec)) out->add_shape(d);
-  };
-  for (const TensorSpec& spec : model.inputs) fill(spec, response.add_inputs());
-  for (const TensorSpec& spec : model.outputs) fill(spec, response.add_outputs());
-}
-
-void FillModelConfig(const ModelConfig& model, inference::ModelConfig& config) {
-  config.set_name(model.name);
-  config.set_platform("sluice_torchscript");
-  config.set_backend("sluice");
-  config.set_max_batch_size(model.max_batch_size());
-  for (const TensorSpec& spec : model.inputs) {
-    auto* input = config.add_input();
-    input->set_name(spec.name);
-    input->set_data_type(TritonType(spec.dtype));
-    for (int64_t d : spec.shape) input->add_dims(d);
-    input->set_allow_ragged_batch(spec.has_variable_axis());
-  }
-  for (const TensorSpec& spec : model.outputs) {
-    auto* output = config.add_output();
-    output->set_name(spec.name);
-    output->set_data_type(TritonType(spec.dtype));
-    for (int64_t d : spec.shape) output->add_dims(d);
-  }
-  auto* batching = config.mutable_dynamic_batching();
-  for (int b : model.buckets.batch_sizes) batching->add_preferred_batch_size(b);
-  batching->set_max_queue_delay_microseconds(static_cast<uint64_t>(model.batching.max_queue_delay_ms * 1000));
-  batching->mutable_default_queue_policy()->set_max_queue_size(model.batching.max_queue_size);
-  batching->mutable_default_queue_policy()->set_allow_timeout_override(true);
-  for (const InstanceGroup& group : model.instances) {
-    auto* instances = config.add_instance_group();
-    instances->set_name(absl::StrCat(model.name, "_", DeviceKindName(group.device)));
-    instances->set_count(group.count);
-    instances->set_kind(group.device == DeviceKind::kCuda ? inference::ModelInstanceGroup::KIND_GPU
-                        : group.device == DeviceKind::kCpu ? inference::ModelInstanceGroup::KIND_CPU
-                                                           : inference::ModelInstanceGroup::KIND_MODEL);
-  }
-  for (const auto& [key, value] : ModelConfigParameters(model)) {
-    (*config.mutable_parameters())[key].set_string_value(value);
-  }
-}
-
-void FillModelStatistics(const ModelConfig& model, const ModelStatsSnapshot& stats, inference::ModelStatistics& out) {
-  out.set_name(model.name);
-  out.set_version("1");
-  out.set_last_inference(stats.last_inference_ms);
-  out.set_inference_count(stats.inference_count);
-  out.set_execution_count(stats.execution_count);
-  auto* infer = out.mutable_inference_stats();
-  FillDuration(stats.success, infer->mutable_success());
-  FillDuration(stats.fail, infer->mutable_fail());
-  FillDuration(stats.queue, infer->mutable_queue());
-  FillDuration(stats.compute_infer, infer->mutable_compute_infer());
-  FillDuration(stats.compute_input, infer->mutable_compute_input());
-  FillDuration(stats.compute_output, infer->mutable_compute_output());
-  for (const auto& [batch_size, batch] : stats.batch) {
-    auto* b = out.add_batch_stats();
-    b->set_batch_size(batch_size);
-    FillDuration(PerExecution(batch.compute_input, batch.executions), b->mutable_compute_input());
-    FillDuration(PerExecution(batch.compute_infer, batch.executions), b->mutable_compute_infer());
-    FillDuration(PerExecution(batch.compute_output, batch.executions), b->mutable_compute_output());
   }
 }
 

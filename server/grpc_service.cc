@@ -1,18 +1,19 @@
 #include "server/grpc_service.h"
 
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/bearer_auth.h"
 #include "server/grpc_codec.h"
+#include "server/model_descriptions.h"
 
 namespace sluice {
 namespace {
 
-constexpr char kServerVersion[] = "0.1.0";
-
-// One ModelInfer call: lives from the handler until gRPC's OnDone. Finished exactly once, by the completion
-// (scheduler thread) or by the handler on an immediate error.
+// One ModelInfer call: lives from the handler until gRPC's OnDone. Finished exactly once, by the completion of
+// ServedModel::Infer (on the handler's thread when refused, otherwise on a scheduler thread).
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
   InferReactor(ServedModel* model, const inference::ModelInferRequest* request,
@@ -20,57 +21,47 @@ class InferReactor final : public grpc::ServerUnaryReactor {
       : model_(model), request_(request), response_(response) {}
 
   void Start(grpc::CallbackServerContext* context) {
-    absl::StatusOr<DecodedInferRequest> decoded = DecodeInferRequest(*request_);
-    if (!decoded.ok()) return Fail(decoded.status());
-    absl::StatusOr<std::vector<size_t>> selected = SelectOutputs(model_->config(), decoded->requested_outputs);
-    if (!selected.ok()) return Fail(selected.status());
-    absl::StatusOr<ValidatedRequest> validated = ValidateRequest(model_->config(), decoded->inputs);
-    if (!validated.ok()) return Fail(validated.status());
-    SubmitOptions options;
-    const absl::Time now = absl::Now();
-    if (context->deadline() != std::chrono::system_clock::time_point::max()) {
-      options.deadline = absl::FromChrono(context->deadline());
+    absl::StatusOr<GrpcInferCall> decoded = DecodeInferRequest(*request_);
+    absl::StatusOr<InferCall> call = absl::UnknownError("not decoded");
+    bool raw = false;
+    if (!decoded.ok()) {
+      call = decoded.status();
+    } else {
+      raw = decoded->raw;
+      call = std::move(decoded->call);
+      if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+        call->transport_deadline = absl::FromChrono(context->deadline());
+      }
     }
-    if (absl::Status s = ApplyInferParameters(request_->parameters(), now, options); !s.ok()) return Fail(s);
-    const bool raw = decoded->raw;
-    absl::StatusOr<std::shared_ptr<PendingInference>> pending = model_->Submit(
-        *std::move(validated), options,
-        [this, raw, selected = *selected](absl::StatusOr<std::vector<HostTensor>> outputs) {
-          if (!outputs.ok()) return Finish(ToGrpcStatus(outputs.status()));
-          EncodeInferResponse(model_->config(), *request_, selected, *std::move(outputs), raw, *response_);
-          Finish(grpc::Status::OK);
-        });
-    if (!pending.ok()) return Finish(ToGrpcStatus(pending.status()));  // Submit counted the refusal
+    InferHandle handle = model_->Infer(std::move(call), [this, raw](absl::StatusOr<InferResult> result) {
+      if (!result.ok()) return Finish(ToGrpcStatus(result.status()));
+      EncodeInferResponse(model_->config(), request_->id(), *std::move(result), raw, *response_);
+      Finish(grpc::Status::OK);
+    });
     {
       absl::MutexLock lock(&mu_);
-      pending_ = *pending;
+      handle_ = handle;
     }
-    if (context->IsCancelled()) (*pending)->Cancel();
+    if (context->IsCancelled()) handle.Cancel();
   }
 
   void OnCancel() override {
-    std::shared_ptr<PendingInference> pending;
+    InferHandle handle;
     {
       absl::MutexLock lock(&mu_);
-      pending = pending_;
+      handle = handle_;
     }
-    if (pending) pending->Cancel();
+    handle.Cancel();
   }
 
   void OnDone() override { delete this; }
 
  private:
-  // Refused before Submit: counted here, once.
-  void Fail(const absl::Status& status) {
-    model_->RecordRefused(status);
-    Finish(ToGrpcStatus(status));
-  }
-
   ServedModel* const model_;
   const inference::ModelInferRequest* const request_;
   inference::ModelInferResponse* const response_;
   absl::Mutex mu_;
-  std::shared_ptr<PendingInference> pending_ ABSL_GUARDED_BY(mu_);
+  InferHandle handle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -86,12 +77,9 @@ grpc::Status InferenceGrpcService::CheckAuth(grpc::CallbackServerContext* contex
   if (bearer_token_.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
-  if (it != metadata.end() && std::string_view(it->second.data(), it->second.size()) == "Bearer " + bearer_token_) {
-    return grpc::Status::OK;
-  }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      it == metadata.end() ? "missing 'authorization: Bearer <token>' metadata"
-                                           : "invalid bearer token");
+  std::optional<std::string_view> header;
+  if (it != metadata.end()) header = std::string_view(it->second.data(), it->second.size());
+  return ToGrpcStatus(CheckBearer(header, bearer_token_));
 }
 
 grpc::ServerUnaryReactor* InferenceGrpcService::Reply(grpc::CallbackServerContext* context,
@@ -131,11 +119,7 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ServerMetadata(grpc::CallbackSer
                                                                const inference::ServerMetadataRequest*,
                                                                inference::ServerMetadataResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
-  response->set_name("sluice");
-  response->set_version(kServerVersion);
-  for (const char* extension : {"model_configuration", "statistics", "schedule_policy", "binary_tensor_data"}) {
-    response->add_extensions(extension);
-  }
+  FillServerMetadata(*response);
   return Reply(context, grpc::Status::OK);
 }
 
@@ -155,9 +139,6 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelInfer(grpc::CallbackServerC
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->model_name(), request->model_version());
   if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
-  if (hub_->draining()) {
-    return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is draining; not accepting requests"));
-  }
   auto* reactor = new InferReactor(*model, request, response);
   reactor->Start(context);
   return reactor;

@@ -1,6 +1,6 @@
 // The KServe v2 gRPC front end (GRPCInferenceService, callback API) plus Triton's ModelConfig and
-// ModelStatistics. Handlers only decode, validate, submit and encode: ModelInfer reactors are finished from the
-// scheduler thread that answers the last row; a cancelled call withdraws its queued rows.
+// ModelStatistics. Handlers only decode, call ServedModel::Infer (the one request path) and encode: ModelInfer
+// reactors are finished by its completion; a cancelled call withdraws its queued rows.
 // Thread-safety: gRPC calls handlers concurrently; the service holds only immutable pointers.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "server/model_hub.h"
+#include "server/pending_inference.h"
 
 namespace sluice {
 
@@ -47,6 +48,7 @@ class InferenceGrpcService final : public inference::GRPCInferenceService::Callb
   const std::string bearer_token_;
 };
 
+// gRPC and absl share status code numbers.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace sluice

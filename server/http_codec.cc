@@ -2,33 +2,33 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/model_parameters.h"
 
 namespace sluice {
 namespace {
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using Json = rapidjson::Value;
 
 absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
 
-// Flattens (possibly nested) JSON data into little-endian bytes of `datatype`.
-absl::Status AppendJson(const rapidjson::Value& value, const std::string& name, const std::string& datatype,
-                        std::string& out) {
-  if (value.IsArray()) {
-    for (const auto& element : value.GetArray()) {
-      if (absl::Status s = AppendJson(element, name, datatype, out); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }
+// Appends one JSON scalar as a little-endian element of `datatype`.
+absl::Status PutScalar(const Json& value, const std::string& name, const std::string& datatype, size_t index,
+                       std::string& out) {
   auto put = [&out](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
   if (datatype == "FP32" && value.IsNumber()) {
-    put(static_cast<float>(value.GetDouble()));
+    // A double beyond float's range becomes +-Inf explicitly (the cast would be undefined); validation refuses it.
+    const double d = value.GetDouble();
+    const float inf = std::numeric_limits<float>::infinity();
+    const float f = std::fabs(d) > std::numeric_limits<float>::max() ? (d < 0 ? -inf : inf) : static_cast<float>(d);
+    put(f);
   } else if (datatype == "INT64" && value.IsInt64()) {
     put(value.GetInt64());
   } else if (datatype == "INT32" && value.IsInt()) {
@@ -36,37 +36,123 @@ absl::Status AppendJson(const rapidjson::Value& value, const std::string& name, 
   } else if (datatype == "BOOL" && value.IsBool()) {
     put(static_cast<uint8_t>(value.GetBool()));
   } else {
-    return Bad(absl::StrCat("input '", name, "': data element is not a ", datatype, " value"));
+    return Bad(absl::StrCat("input '", name, "': data element ", index, " is not a ", datatype, " value"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ReadParameters(const rapidjson::Value& params, absl::Time now, HttpInferRequest& request) {
-  if (!params.IsObject()) return Bad("'parameters' must be an object");
-  for (const auto& member : params.GetObject()) {
-    const std::string key = member.name.GetString();
-    if (key == "binary_data_output") {
-      if (!member.value.IsBool()) return Bad("parameter 'binary_data_output' must be a boolean");
-      request.binary_default = member.value.GetBool();
-    } else if (key == "priority" || key == "timeout") {
-      if (!member.value.IsInt64() || member.value.GetInt64() < 0) {
-        return Bad(absl::StrCat("parameter '", key, "' must be a non-negative integer"));
-      }
-      const int64_t number = member.value.GetInt64();
-      if (key == "priority") {
-        request.options.priority = static_cast<int>(number);
-      } else if (number > 0) {
-        request.options.deadline = std::min(request.options.deadline, now + absl::Microseconds(number));
-      }
+// Flattens (possibly nested) JSON data into bytes, row-major. Iterative: the nesting depth costs heap, bounded by
+// kMaxJsonDataDepth, never stack.
+absl::Status FlattenData(const Json& data, const std::string& name, const std::string& datatype, std::string& out) {
+  if (!data.IsArray()) return PutScalar(data, name, datatype, 0, out);
+  struct Level {
+    const Json* array;
+    rapidjson::SizeType next;
+  };
+  std::vector<Level> stack = {{&data, 0}};
+  size_t index = 0;
+  while (!stack.empty()) {
+    Level& top = stack.back();
+    if (top.next == top.array->Size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Json& value = (*top.array)[top.next++];
+    if (!value.IsArray()) {
+      if (absl::Status s = PutScalar(value, name, datatype, index++, out); !s.ok()) return s;
+    } else if (stack.size() >= static_cast<size_t>(kMaxJsonDataDepth)) {
+      return Bad(absl::StrCat("input '", name, "': data is nested deeper than ", kMaxJsonDataDepth, " levels"));
+    } else {
+      stack.push_back({&value, 0});
     }
   }
   return absl::OkStatus();
 }
 
-void WriteShape(Writer& w, const std::vector<int64_t>& shape) {
-  w.StartArray();
-  for (int64_t d : shape) w.Int64(d);
-  w.EndArray();
+// JSON can carry only these datatypes' values; for any other the bytes stay empty and validation names the
+// datatype against the model's (rather than complaining about the data).
+bool JsonConvertible(const std::string& datatype) {
+  return datatype == "FP32" || datatype == "INT64" || datatype == "INT32" || datatype == "BOOL";
+}
+
+absl::StatusOr<ParameterValue> ParameterFromJson(const std::string& key, const Json& value) {
+  if (value.IsBool()) return ParameterValue(value.GetBool());
+  if (value.IsInt64()) return ParameterValue(value.GetInt64());
+  if (value.IsUint64()) return ParameterValue(value.GetUint64());
+  if (value.IsNumber()) return ParameterValue(value.GetDouble());
+  if (value.IsString()) return ParameterValue(std::string(value.GetString(), value.GetStringLength()));
+  return Bad(absl::StrCat("parameter '", key, "' must be a boolean, a number or a string"));
+}
+
+absl::Status ReadParameters(const Json& params, InferParameters& out) {
+  if (!params.IsObject()) return Bad("'parameters' must be an object");
+  for (const auto& member : params.GetObject()) {
+    const std::string key(member.name.GetString(), member.name.GetStringLength());
+    absl::StatusOr<ParameterValue> value = ParameterFromJson(key, member.value);
+    if (!value.ok()) return value.status();
+    out.emplace_back(key, *std::move(value));
+  }
+  return absl::OkStatus();
+}
+
+const Json* Member(const Json& object, const char* key) {
+  auto it = object.FindMember(key);
+  return it == object.MemberEnd() ? nullptr : &it->value;
+}
+
+// One entry of "inputs": its tensor, with bytes from the binary section (advancing `binary_offset`) or from JSON.
+absl::Status ReadInput(const Json& input, const std::string& body, size_t& binary_offset, InferCall& call) {
+  const Json* name = input.IsObject() ? Member(input, "name") : nullptr;
+  const Json* datatype = input.IsObject() ? Member(input, "datatype") : nullptr;
+  const Json* shape = input.IsObject() ? Member(input, "shape") : nullptr;
+  if (!name || !name->IsString() || !datatype || !datatype->IsString() || !shape || !shape->IsArray()) {
+    return Bad("each input needs 'name' (string), 'datatype' (string) and 'shape' (array)");
+  }
+  WireTensor tensor{name->GetString(), datatype->GetString(), {}, {}};
+  for (const auto& d : shape->GetArray()) {
+    if (!d.IsInt64()) return Bad(absl::StrCat("input '", tensor.name, "': shape must hold integers"));
+    tensor.shape.push_back(d.GetInt64());
+  }
+  const Json* params = Member(input, "parameters");
+  const Json* binary_size = params && params->IsObject() ? Member(*params, "binary_data_size") : nullptr;
+  if (binary_size != nullptr) {
+    if (!binary_size->IsUint64()) {
+      return Bad(absl::StrCat("input '", tensor.name, "': binary_data_size must be a non-negative integer"));
+    }
+    const uint64_t size = binary_size->GetUint64();
+    if (size > body.size() - binary_offset) {  // no overflow: binary_offset <= body.size()
+      return Bad(absl::StrCat("input '", tensor.name, "': binary_data_size ", size, " runs past the body's end"));
+    }
+    tensor.bytes = std::string_view(body).substr(binary_offset, size);
+    binary_offset += size;
+  } else {
+    const Json* data = Member(input, "data");
+    if (data == nullptr) return Bad(absl::StrCat("input '", tensor.name, "' has no 'data'"));
+    std::string& bytes = call.storage.emplace_back();
+    if (JsonConvertible(tensor.datatype)) {
+      if (absl::Status s = FlattenData(*data, tensor.name, tensor.datatype, bytes); !s.ok()) return s;
+    }
+    tensor.bytes = bytes;
+  }
+  call.inputs.push_back(std::move(tensor));
+  return absl::OkStatus();
+}
+
+absl::Status ReadOutputs(const Json& outputs, HttpInferCall& request) {
+  if (!outputs.IsArray()) return Bad("'outputs' must be an array");
+  for (const auto& output : outputs.GetArray()) {
+    const Json* name = output.IsObject() ? Member(output, "name") : nullptr;
+    if (name == nullptr || !name->IsString()) return Bad("each requested output needs a 'name' (string)");
+    request.call.requested_outputs.push_back(name->GetString());
+    std::optional<bool> binary;
+    const Json* params = Member(output, "parameters");
+    if (const Json* flag = params && params->IsObject() ? Member(*params, "binary_data") : nullptr) {
+      if (!flag->IsBool()) return Bad(absl::StrCat("output '", name->GetString(), "': binary_data must be a boolean"));
+      binary = flag->GetBool();
+    }
+    request.binary_output.push_back(binary);
+  }
+  return absl::OkStatus();
 }
 
 void WriteData(Writer& w, const HostTensor& tensor) {
@@ -81,103 +167,46 @@ void WriteData(Writer& w, const HostTensor& tensor) {
   w.EndArray();
 }
 
-void WriteTensorSpec(Writer& w, const TensorSpec& spec, bool batched) {
-  w.StartObject();
-  w.Key("name");
-  w.String(spec.name.c_str());
-  w.Key(batched ? "datatype" : "data_type");
-  w.String(batched ? DataTypeName(spec.dtype) : absl::StrCat("TYPE_", DataTypeName(spec.dtype)).c_str());
-  w.Key(batched ? "shape" : "dims");
-  WriteShape(w, batched ? BatchedShape(spec) : spec.shape);
-  w.EndObject();
-}
-
-void WriteDuration(Writer& w, const char* key, const DurationStat& d) {
-  w.Key(key);
-  w.StartObject();
-  w.Key("count");
-  w.Uint64(d.count);
-  w.Key("ns");
-  w.Uint64(d.ns);
-  w.EndObject();
-}
-
 }  // namespace
 
-absl::StatusOr<HttpInferRequest> DecodeHttpInfer(const std::string& body, std::optional<size_t> header_length,
-                                                 absl::Time now) {
+absl::StatusOr<HttpInferCall> DecodeHttpInfer(const std::string& body, std::optional<size_t> header_length) {
   const size_t json_length = header_length.value_or(body.size());
   if (json_length > body.size()) {
     return Bad(absl::StrCat("Inference-Header-Content-Length ", json_length, " exceeds the body's ", body.size(),
                             " bytes"));
   }
   rapidjson::Document doc;
-  doc.Parse(body.data(), json_length);
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), json_length);
   if (doc.HasParseError()) {
-    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset()));
+    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
+                            rapidjson::GetParseError_En(doc.GetParseError())));
   }
   if (!doc.IsObject()) return Bad("request body must be a JSON object");
-  HttpInferRequest request;
-  if (doc.HasMember("id") && doc["id"].IsString()) request.id = doc["id"].GetString();
-  if (doc.HasMember("parameters")) {
-    if (absl::Status s = ReadParameters(doc["parameters"], now, request); !s.ok()) return s;
+  HttpInferCall request;
+  if (const Json* id = Member(doc, "id")) {
+    if (!id->IsString()) return Bad("'id' must be a string");
+    request.call.id = id->GetString();
   }
-  if (!doc.HasMember("inputs") || !doc["inputs"].IsArray()) return Bad("'inputs' must be an array");
+  if (const Json* params = Member(doc, "parameters")) {
+    if (absl::Status s = ReadParameters(*params, request.call.parameters); !s.ok()) return s;
+  }
+  const Json* inputs = Member(doc, "inputs");
+  if (inputs == nullptr || !inputs->IsArray()) return Bad("'inputs' must be an array");
   size_t binary_offset = json_length;
-  for (const auto& input : doc["inputs"].GetArray()) {
-    if (!input.IsObject() || !input.HasMember("name") || !input["name"].IsString() || !input.HasMember("datatype") ||
-        !input["datatype"].IsString() || !input.HasMember("shape") || !input["shape"].IsArray()) {
-      return Bad("each input needs 'name', 'datatype' and 'shape'");
-    }
-    WireTensor tensor{input["name"].GetString(), input["datatype"].GetString(), {}, {}};
-    for (const auto& d : input["shape"].GetArray()) {
-      if (!d.IsInt64()) return Bad(absl::StrCat("input '", tensor.name, "': shape must hold integers"));
-      tensor.shape.push_back(d.GetInt64());
-    }
-    const rapidjson::Value* binary_size = nullptr;
-    if (input.HasMember("parameters") && input["parameters"].IsObject() &&
-        input["parameters"].HasMember("binary_data_size")) {
-      binary_size = &input["parameters"]["binary_data_size"];
-    }
-    if (binary_size != nullptr) {
-      if (!binary_size->IsUint64()) return Bad(absl::StrCat("input '", tensor.name, "': bad binary_data_size"));
-      const uint64_t size = binary_size->GetUint64();
-      if (binary_offset + size > body.size()) {
-        return Bad(absl::StrCat("input '", tensor.name, "': binary_data_size ", size, " runs past the body's end"));
-      }
-      tensor.bytes = std::string_view(body).substr(binary_offset, size);
-      binary_offset += size;
-    } else {
-      if (!input.HasMember("data")) return Bad(absl::StrCat("input '", tensor.name, "' has no 'data'"));
-      std::string& bytes = request.storage.emplace_back();
-      if (absl::Status s = AppendJson(input["data"], tensor.name, tensor.datatype, bytes); !s.ok()) return s;
-      tensor.bytes = bytes;
-    }
-    request.inputs.push_back(std::move(tensor));
+  for (const auto& input : inputs->GetArray()) {
+    if (absl::Status s = ReadInput(input, body, binary_offset, request.call); !s.ok()) return s;
   }
   if (binary_offset != body.size()) {
     return Bad(absl::StrCat(body.size() - binary_offset, " bytes of binary data are not claimed by any input"));
   }
-  if (doc.HasMember("outputs")) {
-    if (!doc["outputs"].IsArray()) return Bad("'outputs' must be an array");
-    for (const auto& output : doc["outputs"].GetArray()) {
-      if (!output.IsObject() || !output.HasMember("name") || !output["name"].IsString()) {
-        return Bad("each requested output needs a 'name'");
-      }
-      request.requested_outputs.push_back(output["name"].GetString());
-      bool binary = request.binary_default;
-      if (output.HasMember("parameters") && output["parameters"].IsObject() &&
-          output["parameters"].HasMember("binary_data") && output["parameters"]["binary_data"].IsBool()) {
-        binary = output["parameters"]["binary_data"].GetBool();
-      }
-      request.binary_output.push_back(binary);
-    }
+  if (const Json* outputs = Member(doc, "outputs")) {
+    if (absl::Status s = ReadOutputs(*outputs, request); !s.ok()) return s;
   }
   return request;
 }
 
-HttpBody EncodeHttpInfer(const ModelConfig& model, const HttpInferRequest& request,
-                         const std::vector<size_t>& selected, const std::vector<HostTensor>& outputs) {
+HttpBody EncodeHttpInfer(const ModelConfig& model, const std::string& id,
+                         const std::vector<std::optional<bool>>& binary_output, const InferResult& result) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   std::string binary;
@@ -186,23 +215,26 @@ HttpBody EncodeHttpInfer(const ModelConfig& model, const HttpInferRequest& reque
   w.String(model.name.c_str());
   w.Key("model_version");
   w.String("1");
-  if (!request.id.empty()) {
+  if (!id.empty()) {
     w.Key("id");
-    w.String(request.id.c_str());
+    w.String(id.data(), static_cast<rapidjson::SizeType>(id.size()));
   }
+  const bool binary_default = result.options.binary_data_output.value_or(false);
   w.Key("outputs");
   w.StartArray();
-  for (size_t i = 0; i < selected.size(); ++i) {
-    const HostTensor& tensor = outputs[selected[i]];
-    const bool as_binary = (request.binary_output.empty() ? request.binary_default : request.binary_output[i]) ||
-                           tensor.dtype == DataType::kFp16;
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    const HostTensor& tensor = result.outputs[i].tensor;
+    const std::optional<bool> own = i < binary_output.size() ? binary_output[i] : std::nullopt;
+    const bool as_binary = own.value_or(binary_default) || tensor.dtype == DataType::kFp16;
     w.StartObject();
     w.Key("name");
-    w.String(model.outputs[selected[i]].name.c_str());
+    w.String(result.outputs[i].spec->name.c_str());
     w.Key("datatype");
     w.String(DataTypeName(tensor.dtype));
     w.Key("shape");
-    WriteShape(w, tensor.shape);
+    w.StartArray();
+    for (int64_t d : tensor.shape) w.Int64(d);
+    w.EndArray();
     if (as_binary) {
       w.Key("parameters");
       w.StartObject();
@@ -218,7 +250,7 @@ HttpBody EncodeHttpInfer(const ModelConfig& model, const HttpInferRequest& reque
   }
   w.EndArray();
   w.EndObject();
-  HttpBody out{buffer.GetString(), std::nullopt};
+  HttpBody out{std::string(buffer.GetString(), buffer.GetSize()), std::nullopt};
   if (!binary.empty()) {
     out.header_length = out.body.size();
     out.body += binary;
@@ -226,147 +258,14 @@ HttpBody EncodeHttpInfer(const ModelConfig& model, const HttpInferRequest& reque
   return out;
 }
 
-std::string ErrorJson(const std::string& message) {
+std::string ErrorJson(absl::string_view message) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.StartObject();
   w.Key("error");
   w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
   w.EndObject();
-  return buffer.GetString();
-}
-
-std::string ModelMetadataJson(const ModelConfig& model) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("name");
-  w.String(model.name.c_str());
-  w.Key("versions");
-  w.StartArray();
-  w.String("1");
-  w.EndArray();
-  w.Key("platform");
-  w.String("sluice_torchscript");
-  w.Key("inputs");
-  w.StartArray();
-  for (const TensorSpec& spec : model.inputs) WriteTensorSpec(w, spec, true);
-  w.EndArray();
-  w.Key("outputs");
-  w.StartArray();
-  for (const TensorSpec& spec : model.outputs) WriteTensorSpec(w, spec, true);
-  w.EndArray();
-  w.EndObject();
-  return buffer.GetString();
-}
-
-std::string ModelConfigJson(const ModelConfig& model) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("name");
-  w.String(model.name.c_str());
-  w.Key("platform");
-  w.String("sluice_torchscript");
-  w.Key("backend");
-  w.String("sluice");
-  w.Key("max_batch_size");
-  w.Int(model.max_batch_size());
-  w.Key("input");
-  w.StartArray();
-  for (const TensorSpec& spec : model.inputs) WriteTensorSpec(w, spec, false);
-  w.EndArray();
-  w.Key("output");
-  w.StartArray();
-  for (const TensorSpec& spec : model.outputs) WriteTensorSpec(w, spec, false);
-  w.EndArray();
-  w.Key("dynamic_batching");
-  w.StartObject();
-  w.Key("preferred_batch_size");
-  w.StartArray();
-  for (int b : model.buckets.batch_sizes) w.Int(b);
-  w.EndArray();
-  w.Key("max_queue_delay_microseconds");
-  w.Uint64(static_cast<uint64_t>(model.batching.max_queue_delay_ms * 1000));
-  w.Key("default_queue_policy");
-  w.StartObject();
-  w.Key("max_queue_size");
-  w.Int(model.batching.max_queue_size);
-  w.Key("allow_timeout_override");
-  w.Bool(true);
-  w.EndObject();
-  w.EndObject();
-  w.Key("instance_group");
-  w.StartArray();
-  for (const InstanceGroup& group : model.instances) {
-    w.StartObject();
-    w.Key("count");
-    w.Int(group.count);
-    w.Key("kind");
-    w.String(group.device == DeviceKind::kCuda  ? "KIND_GPU"
-             : group.device == DeviceKind::kCpu ? "KIND_CPU"
-                                                : "KIND_MODEL");
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("parameters");  // as Triton's JSON ModelConfig writes them: {"key": {"string_value": "..."}}
-  w.StartObject();
-  for (const auto& [key, value] : ModelConfigParameters(model)) {
-    w.Key(key.c_str());
-    w.StartObject();
-    w.Key("string_value");
-    w.String(value.c_str());
-    w.EndObject();
-  }
-  w.EndObject();
-  w.EndObject();
-  return buffer.GetString();
-}
-
-std::string ModelStatsJson(const std::vector<std::pair<const ModelConfig*, ModelStatsSnapshot>>& models) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("model_stats");
-  w.StartArray();
-  for (const auto& [model, stats] : models) {
-    w.StartObject();
-    w.Key("name");
-    w.String(model->name.c_str());
-    w.Key("version");
-    w.String("1");
-    w.Key("last_inference");
-    w.Uint64(stats.last_inference_ms);
-    w.Key("inference_count");
-    w.Uint64(stats.inference_count);
-    w.Key("execution_count");
-    w.Uint64(stats.execution_count);
-    w.Key("inference_stats");
-    w.StartObject();
-    WriteDuration(w, "success", stats.success);
-    WriteDuration(w, "fail", stats.fail);
-    WriteDuration(w, "queue", stats.queue);
-    WriteDuration(w, "compute_input", stats.compute_input);
-    WriteDuration(w, "compute_infer", stats.compute_infer);
-    WriteDuration(w, "compute_output", stats.compute_output);
-    w.EndObject();
-    w.Key("batch_stats");
-    w.StartArray();
-    for (const auto& [size, batch] : stats.batch) {
-      w.StartObject();
-      w.Key("batch_size");
-      w.Int(size);
-      WriteDuration(w, "compute_input", PerExecution(batch.compute_input, batch.executions));
-      WriteDuration(w, "compute_infer", PerExecution(batch.compute_infer, batch.executions));
-      WriteDuration(w, "compute_output", PerExecution(batch.compute_output, batch.executions));
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return buffer.GetString();
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 }  // namespace sluice

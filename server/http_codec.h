@@ -1,44 +1,41 @@
-// KServe v2 REST bodies <-> native types: JSON tensors (RapidJSON) and the binary-data extension
-// (Inference-Header-Content-Length + per-tensor binary_data_size). No I/O, no state.
+// KServe v2 REST infer bodies <-> sluice's InferCall / InferResult: JSON tensors (RapidJSON) and the binary-data
+// extension (Inference-Header-Content-Length + per-tensor binary_data_size). No I/O, no state, no validation
+// beyond the wire format (ServedModel::Infer validates once for every front end).
+// JSON tensor data is flattened iteratively, never by recursion, and nesting deeper than kMaxJsonDataDepth is
+// refused: a hostile body cannot exhaust a thread's stack.
 // Thread-safety: pure functions.
 #pragma once
 
-#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/model_hub.h"
-#include "server/request_validator.h"
+#include "absl/strings/string_view.h"
+#include "server/infer_call.h"
 
 namespace sluice {
 
-struct HttpInferRequest {
-  std::string id;
-  std::vector<WireTensor> inputs;    // views into the body or `storage`
-  std::deque<std::string> storage;   // bytes converted from JSON data
-  std::vector<std::string> requested_outputs;
-  std::vector<bool> binary_output;   // per requested output (all outputs when none requested)
-  bool binary_default = false;       // request parameter binary_data_output
-  SubmitOptions options;
+// Deeper than any tensor rank a model declares; the parser itself is run iteratively too.
+inline constexpr int kMaxJsonDataDepth = 32;
+
+struct HttpInferCall {
+  InferCall call;
+  std::vector<std::optional<bool>> binary_output;  // per requested output: its own binary_data parameter
 };
 
-// `header_length`: the Inference-Header-Content-Length value when present. REQUIRES: `body` outlives the result.
-absl::StatusOr<HttpInferRequest> DecodeHttpInfer(const std::string& body, std::optional<size_t> header_length,
-                                                 absl::Time now);
+// `header_length`: the Inference-Header-Content-Length value when present. REQUIRES: `body` outlives the result
+// (binary inputs are views into it).
+absl::StatusOr<HttpInferCall> DecodeHttpInfer(const std::string& body, std::optional<size_t> header_length);
 
 struct HttpBody {
   std::string body;
   std::optional<size_t> header_length;  // set when binary outputs follow the JSON header
 };
 
-HttpBody EncodeHttpInfer(const ModelConfig& model, const HttpInferRequest& request,
-                         const std::vector<size_t>& selected, const std::vector<HostTensor>& outputs);
+HttpBody EncodeHttpInfer(const ModelConfig& model, const std::string& id,
+                         const std::vector<std::optional<bool>>& binary_output, const InferResult& result);
 
-std::string ErrorJson(const std::string& message);
-std::string ModelMetadataJson(const ModelConfig& model);
-std::string ModelConfigJson(const ModelConfig& model);
-std::string ModelStatsJson(const std::vector<std::pair<const ModelConfig*, ModelStatsSnapshot>>& models);
+std::string ErrorJson(absl::string_view message);
 
 }  // namespace sluice

@@ -1,213 +1,270 @@
 #include "server/http_service.h"
 
-#include <sys/socket.h>
+#include <string_view>
+#include <vector>
 
-#include <future>
-
-#include <httplib.h>
-
-#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "backend/base/status_mapping.h"
+#include "server/bearer_auth.h"
 #include "server/http_codec.h"
-#include "server/status_mapping.h"
+#include "server/http_server.h"
+#include "server/model_descriptions.h"
+#include "server/pending_inference.h"
+#include "server/proto_json.h"
 
 namespace sluice {
 namespace {
 
-constexpr char kJson[] = "application/json";
-// Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of connects (a load test,
-// perf_analyzer, a drain test) overflows it and the kernel drops SYNs, which clients retry only after 1 s.
-constexpr int kListenBacklog = 512;
+// What a handler gets: the hub, the request, where to answer, and the {model}/{version} the route matched.
+struct RouteContext {
+  ModelHub& hub;
+  const HttpRequest& request;
+  const std::shared_ptr<HttpExchange>& exchange;
+  std::string model;
+  std::string version;
+};
 
-void SendError(httplib::Response& res, const absl::Status& status) {
-  res.status = HttpStatusFor(status);
-  if (status.code() == absl::StatusCode::kResourceExhausted) res.set_header("Retry-After", "1");
-  res.set_content(ErrorJson(std::string(status.message())), kJson);
+void SendJson(HttpExchange& exchange, int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  exchange.Respond(std::move(response));
 }
 
-// Model name and optional version from a route matched as /v2/models/{m}[/versions/{v}]...
-absl::StatusOr<ServedModel*> FindModel(ModelHub& hub, const httplib::Request& req) {
-  return hub.Find(req.matches[1].str(), req.matches.size() > 2 ? req.matches[2].str() : "");
+void SendError(HttpExchange& exchange, const absl::Status& status) {
+  HttpResponse response;
+  response.status = HttpStatusFor(status);
+  if (status.code() == absl::StatusCode::kResourceExhausted) response.headers.emplace_back("Retry-After", "1");
+  response.body = ErrorJson(status.message());
+  exchange.Respond(std::move(response));
 }
 
-void Infer(ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
-  absl::StatusOr<ServedModel*> model = FindModel(hub, req);
-  if (!model.ok()) return SendError(res, model.status());
-  // Refused before Submit: counted once for the model, then answered.
-  auto refuse = [&](const absl::Status& status) {
-    (*model)->RecordRefused(status);
-    SendError(res, status);
-  };
-  if (hub.draining()) return refuse(absl::UnavailableError("server is draining; not accepting requests"));
-  std::optional<size_t> header_length;
-  if (req.has_header("Inference-Header-Content-Length")) {
-    const std::string text = req.get_header_value("Inference-Header-Content-Length");
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0') {
-      return refuse(absl::InvalidArgumentError("Inference-Header-Content-Length is not a number"));
+void SendMessage(HttpExchange& exchange, const google::protobuf::Message& message) {
+  SendJson(exchange, 200, ProtoToKserveJson(message));
+}
+
+absl::StatusOr<ServedModel*> FindModel(const RouteContext& c) { return c.hub.Find(c.model, c.version); }
+
+// The binary-data extension's header length: a plain decimal byte count, or an error naming the header.
+absl::StatusOr<std::optional<size_t>> BinaryHeaderLength(const HttpRequest& request) {
+  std::optional<std::string_view> header = request.Header("Inference-Header-Content-Length");
+  if (!header) return std::optional<size_t>();
+  const absl::string_view text(header->data(), header->size());
+  uint64_t value = 0;
+  if (text.empty() || !absl::SimpleAtoi(text, &value) || text.front() == '+' || text.front() == '-') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Inference-Header-Content-Length '", text, "' is not a byte count"));
+  }
+  return std::optional<size_t>(value);
+}
+
+// Withdraws an accepted infer's queued rows when its client disconnects.
+class InferWithdrawal {
+ public:
+  void Set(InferHandle handle) {
+    absl::MutexLock lock(&mu_);
+    handle_ = std::move(handle);
+  }
+  void Withdraw() {
+    InferHandle handle;
+    {
+      absl::MutexLock lock(&mu_);
+      handle = handle_;
     }
-    header_length = value;
+    handle.Cancel();  // may answer rows on this thread: no lock held
   }
-  absl::StatusOr<HttpInferRequest> request = DecodeHttpInfer(req.body, header_length, absl::Now());
-  if (!request.ok()) return refuse(request.status());
-  absl::StatusOr<std::vector<size_t>> selected = SelectOutputs((*model)->config(), request->requested_outputs);
-  if (!selected.ok()) return refuse(selected.status());
-  absl::StatusOr<ValidatedRequest> validated = ValidateRequest((*model)->config(), request->inputs);
-  if (!validated.ok()) return refuse(validated.status());
-  std::promise<absl::StatusOr<std::vector<HostTensor>>> promise;
-  std::future<absl::StatusOr<std::vector<HostTensor>>> answer = promise.get_future();
-  absl::StatusOr<std::shared_ptr<PendingInference>> pending =
-      (*model)->Submit(*std::move(validated), request->options,
-                       [&promise](absl::StatusOr<std::vector<HostTensor>> outputs) {
-                         promise.set_value(std::move(outputs));
-                       });
-  if (!pending.ok()) return SendError(res, pending.status());
-  absl::StatusOr<std::vector<HostTensor>> outputs = answer.get();
-  if (!outputs.ok()) return SendError(res, outputs.status());
-  HttpBody body = EncodeHttpInfer((*model)->config(), *request, *selected, *outputs);
-  if (body.header_length) {
-    res.set_header("Inference-Header-Content-Length", std::to_string(*body.header_length));
-    res.set_content(std::move(body.body), "application/octet-stream");
+
+ private:
+  absl::Mutex mu_;
+  InferHandle handle_ ABSL_GUARDED_BY(mu_);
+};
+
+void Infer(RouteContext& c) {
+  absl::StatusOr<ServedModel*> model = FindModel(c);
+  if (!model.ok()) return SendError(*c.exchange, model.status());
+  absl::StatusOr<std::optional<size_t>> header_length = BinaryHeaderLength(c.request);
+  absl::StatusOr<HttpInferCall> decoded =
+      header_length.ok() ? DecodeHttpInfer(c.request.body, *header_length) : header_length.status();
+  absl::StatusOr<InferCall> call = absl::UnknownError("not decoded");
+  std::vector<std::optional<bool>> binary_output;
+  if (!decoded.ok()) {
+    call = decoded.status();
   } else {
-    res.set_content(std::move(body.body), kJson);
+    call = std::move(decoded->call);
+    binary_output = std::move(decoded->binary_output);
   }
+  const std::string id = call.ok() ? call->id : "";
+  ServedModel* served = *model;
+  InferHandle handle = served->Infer(
+      std::move(call), [exchange = c.exchange, served, id, binary_output](absl::StatusOr<InferResult> result) {
+        if (!result.ok()) return SendError(*exchange, result.status());
+        HttpBody body = EncodeHttpInfer(served->config(), id, binary_output, *result);
+        HttpResponse response;
+        if (body.header_length) {
+          response.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*body.header_length));
+          response.content_type = "application/octet-stream";
+        }
+        response.body = std::move(body.body);
+        exchange->Respond(std::move(response));
+      });
+  auto withdrawal = std::make_shared<InferWithdrawal>();
+  withdrawal->Set(std::move(handle));
+  c.exchange->OnClientGone([withdrawal] { withdrawal->Withdraw(); });
 }
 
-using Handler = void (*)(ModelHub&, const httplib::Request&, httplib::Response&);
+void ModelMetadata(RouteContext& c) {
+  absl::StatusOr<ServedModel*> model = FindModel(c);
+  if (!model.ok()) return SendError(*c.exchange, model.status());
+  inference::ModelMetadataResponse metadata;
+  FillModelMetadata((*model)->config(), metadata);
+  SendMessage(*c.exchange, metadata);
+}
+
+void ModelReady(RouteContext& c) {
+  absl::StatusOr<ServedModel*> model = FindModel(c);
+  if (!model.ok()) return SendError(*c.exchange, model.status());
+  if (!c.hub.ready()) return SendError(*c.exchange, absl::UnavailableError("model not ready (draining)"));
+  SendJson(*c.exchange, 200, R"({"ready":true})");
+}
+
+void ModelConfig(RouteContext& c) {
+  absl::StatusOr<ServedModel*> model = FindModel(c);
+  if (!model.ok()) return SendError(*c.exchange, model.status());
+  inference::ModelConfig config;
+  FillModelConfig((*model)->config(), config);
+  SendMessage(*c.exchange, config);
+}
+
+void ModelStatistics(RouteContext& c) {
+  inference::ModelStatisticsResponse response;
+  if (c.model.empty()) {  // every model
+    for (const auto& model : c.hub.models()) {
+      FillModelStatistics(model->config(), model->stats().Snapshot(), *response.add_model_stats());
+    }
+    return SendMessage(*c.exchange, response);
+  }
+  absl::StatusOr<ServedModel*> model = FindModel(c);
+  if (!model.ok()) return SendError(*c.exchange, model.status());
+  FillModelStatistics((*model)->config(), (*model)->stats().Snapshot(), *response.add_model_stats());
+  SendMessage(*c.exchange, response);
+}
+
+void ServerReady(RouteContext& c) {
+  if (!c.hub.ready()) return SendError(*c.exchange, absl::UnavailableError("not ready (loading or draining)"));
+  SendJson(*c.exchange, 200, R"({"ready":true})");
+}
+
+void ServerMetadata(RouteContext& c) {
+  inference::ServerMetadataResponse metadata;
+  FillServerMetadata(metadata);
+  SendMessage(*c.exchange, metadata);
+}
+
+void Metrics(RouteContext& c) {
+  if (c.hub.metrics() == nullptr) return SendError(*c.exchange, absl::NotFoundError("metrics are not enabled"));
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4";
+  response.body = c.hub.metrics()->Render(absl::Now());
+  c.exchange->Respond(std::move(response));
+}
+
 struct Route {
   const char* method;
-  const char* pattern;
-  Handler handler;
+  const char* pattern;  // literal segments, {model}; a {model} may be followed by /versions/{version}
+  void (*handler)(RouteContext&);
+  bool needs_auth;
 };
 
-#define SLUICE_MODEL "/v2/models/([^/]+)(?:/versions/([^/]+))?"
-// Every route, in one table.
+// Every route, in one table; the first match wins.
 const Route kRoutes[] = {
-    {"GET", "/v2/health/live", [](ModelHub&, const httplib::Request&, httplib::Response& res) {
-       res.set_content("{\"live\":true}", kJson);
-     }},
-    {"GET", "/v2/health/ready", [](ModelHub& hub, const httplib::Request&, httplib::Response& res) {
-       if (!hub.ready()) return SendError(res, absl::UnavailableError("not ready (loading or draining)"));
-       res.set_content("{\"ready\":true}", kJson);
-     }},
-    {"GET", "/v2", [](ModelHub&, const httplib::Request&, httplib::Response& res) {
-       res.set_content(R"({"name":"sluice","version":"0.1.0","extensions":["model_configuration","statistics",)"
-                       R"("schedule_policy","binary_tensor_data"]})", kJson);
-     }},
-    {"GET", "/metrics", [](ModelHub& hub, const httplib::Request&, httplib::Response& res) {
-       if (hub.metrics() == nullptr) return SendError(res, absl::NotFoundError("metrics are not enabled"));
-       res.set_content(hub.metrics()->Render(absl::Now()), "text/plain; version=0.0.4");
-     }},
-    {"GET", "/v2/models/stats", [](ModelHub& hub, const httplib::Request&, httplib::Response& res) {
-       std::vector<std::pair<const ModelConfig*, ModelStatsSnapshot>> all;
-       for (const auto& model : hub.models()) all.emplace_back(&model->config(), model->stats().Snapshot());
-       res.set_content(ModelStatsJson(all), kJson);
-     }},
-    {"GET", SLUICE_MODEL, [](ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
-       absl::StatusOr<ServedModel*> model = FindModel(hub, req);
-       if (!model.ok()) return SendError(res, model.status());
-       res.set_content(ModelMetadataJson((*model)->config()), kJson);
-     }},
-    {"GET", SLUICE_MODEL "/ready", [](ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
-       absl::StatusOr<ServedModel*> model = FindModel(hub, req);
-       if (!model.ok()) return SendError(res, model.status());
-       if (!hub.ready()) return SendError(res, absl::UnavailableError("model not ready (loading or draining)"));
-       res.set_content("{\"ready\":true}", kJson);
-     }},
-    {"GET", SLUICE_MODEL "/config", [](ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
-       absl::StatusOr<ServedModel*> model = FindModel(hub, req);
-       if (!model.ok()) return SendError(res, model.status());
-       res.set_content(ModelConfigJson((*model)->config()), kJson);
-     }},
-    {"GET", SLUICE_MODEL "/stats", [](ModelHub& hub, const httplib::Request& req, httplib::Response& res) {
-       absl::StatusOr<ServedModel*> model = FindModel(hub, req);
-       if (!model.ok()) return SendError(res, model.status());
-       res.set_content(ModelStatsJson({{&(*model)->config(), (*model)->stats().Snapshot()}}), kJson);
-     }},
-    {"POST", SLUICE_MODEL "/infer", Infer},
+    {"GET", "/v2/health/live", [](RouteContext& c) { SendJson(*c.exchange, 200, R"({"live":true})"); }, false},
+    {"GET", "/v2/health/ready", ServerReady, false},
+    {"GET", "/v2", ServerMetadata, true},
+    {"GET", "/metrics", Metrics, true},
+    {"GET", "/v2/models/stats", ModelStatistics, true},
+    {"GET", "/v2/models/{model}", ModelMetadata, true},
+    {"GET", "/v2/models/{model}/ready", ModelReady, true},
+    {"GET", "/v2/models/{model}/config", ModelConfig, true},
+    {"GET", "/v2/models/{model}/stats", ModelStatistics, true},
+    {"POST", "/v2/models/{model}/infer", Infer, true},
 };
-#undef SLUICE_MODEL
+
+// Matches `path` against a route pattern, filling the model name and version.
+bool MatchPath(absl::string_view pattern, absl::string_view path, std::string& model, std::string& version) {
+  std::vector<absl::string_view> want = absl::StrSplit(pattern.substr(1), '/');
+  std::vector<absl::string_view> got = absl::StrSplit(path.substr(path.empty() ? 0 : 1), '/');
+  size_t g = 0;
+  for (size_t w = 0; w < want.size(); ++w, ++g) {
+    if (g >= got.size()) return false;
+    if (want[w] != "{model}") {
+      if (want[w] != got[g]) return false;
+      continue;
+    }
+    if (got[g].empty()) return false;
+    model = std::string(got[g]);
+    if (g + 2 < got.size() && got[g + 1] == "versions") {  // /versions/{version} follows the model
+      version = std::string(got[g + 2]);
+      g += 2;
+    }
+  }
+  return g == got.size();
+}
+
+void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  bool path_known = false;
+  for (const auto& route : kRoutes) {
+    RouteContext context{hub, request, exchange, "", ""};
+    if (!MatchPath(route.pattern, request.path, context.model, context.version)) continue;
+    path_known = true;
+    if (request.method != route.method) continue;
+    if (route.needs_auth) {
+      if (absl::Status auth = CheckBearer(request.Header("Authorization"), token); !auth.ok()) {
+        return SendError(*exchange, auth);
+      }
+    }
+    return route.handler(context);
+  }
+  if (path_known) {
+    return SendJson(*exchange, 405, ErrorJson(absl::StrCat("method ", request.method, " is not allowed for ",
+                                                           request.path)));
+  }
+  SendError(*exchange, absl::NotFoundError(absl::StrCat("no route for ", request.method, " ", request.path)));
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServiceOptions& options) {
-  std::unique_ptr<HttpService> service(new HttpService());
-  if (!options.tls_cert_path.empty()) {
-    service->server_ = std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
-                                                            options.tls_key_path.c_str());
-  } else {
-    service->server_ = std::make_unique<httplib::Server>();
-  }
-  httplib::Server& server = *service->server_;
-  if (!server.is_valid()) return absl::InvalidArgumentError("cannot set up the HTTP server (TLS cert/key?)");
+  HttpServerOptions server;
+  server.address = options.address;
+  server.threads = static_cast<int>(options.http.threads);
+  server.limits.max_connections = static_cast<int>(options.http.max_connections);
+  server.limits.max_header_bytes = options.http.max_header_bytes;
+  server.limits.max_body_bytes = options.max_body_bytes;
+  server.limits.header_timeout = absl::Milliseconds(options.http.header_timeout_ms);
+  server.limits.body_timeout = absl::Milliseconds(options.http.body_timeout_ms);
+  server.limits.idle_timeout = absl::Milliseconds(options.http.idle_timeout_ms);
+  server.tls_cert_path = options.tls_cert_path;
+  server.tls_key_path = options.tls_key_path;
   ModelHub* hub = options.hub;
-  for (const Route& route : kRoutes) {
-    auto handler = [hub, h = route.handler](const httplib::Request& req, httplib::Response& res) {
-      h(*hub, req, res);
-    };
-    if (std::string_view(route.method) == "GET") {
-      server.Get(route.pattern, handler);
-    } else {
-      server.Post(route.pattern, handler);
-    }
-  }
-  server.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
-  // httplib writes a response's headers and body separately: without TCP_NODELAY, Nagle holds the body until
-  // the client's delayed ACK (~40 ms per request on Linux).
-  server.set_tcp_nodelay(true);
-  // httplib closes a keep-alive connection after 5 requests by default: clients (perf_analyzer, load balancers)
-  // would reconnect every fifth request.
-  server.set_keep_alive_max_count(1000);
-  server.new_task_queue = [] { return new httplib::ThreadPool(64); };
-  const std::string token = options.bearer_token;
-  server.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-    if (token.empty() || absl::StartsWith(req.path, "/v2/health/")) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + token) return httplib::Server::HandlerResponse::Unhandled;
-    SendError(res, absl::UnauthenticatedError(req.has_header("Authorization") ? "invalid bearer token"
-                                                                               : "missing 'Authorization: Bearer' header"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  const int64_t limit = options.max_body_bytes;
-  server.set_error_handler([limit](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413 && absl::StartsWith(req.get_header_value("Content-Type"),
-                                              "application/x-www-form-urlencoded")) {
-      // cpp-httplib caps form-encoded bodies at 8 KiB (a build-time constant), whatever our limit; curl -d
-      // sends that content type by default.
-      res.set_content(ErrorJson("form-encoded bodies are limited to 8192 bytes; send the KServe v2 JSON body with "
-                                "'Content-Type: application/json' (or the binary-data extension)"),
-                      kJson);
-    } else if (res.status == 413) {
-      res.set_content(ErrorJson(absl::StrCat("request body is over the limit of ", limit, " bytes")), kJson);
-    } else if (res.status == 404) {
-      res.set_content(ErrorJson(absl::StrCat("no route for ", req.method, " ", req.path)), kJson);
-    } else {
-      res.set_content(ErrorJson(absl::StrCat("HTTP error ", res.status)), kJson);
-    }
-  });
-  const size_t colon = options.address.rfind(':');
-  const std::string host = options.address.substr(0, colon);
-  const int port = std::stoi(options.address.substr(colon + 1));
-  HttpService* raw = service.get();
-  server.set_socket_options([raw](socket_t socket) {
-    httplib::default_socket_options(socket);
-    raw->listen_socket_ = socket;
-  });
-  service->port_ = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (service->port_ <= 0) return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address));
-  // listen() again on the listening socket only raises its backlog (Linux); the accept loop has not started.
-  if (service->listen_socket_ >= 0 && ::listen(service->listen_socket_, kListenBacklog) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot raise the HTTP listen backlog on ", options.address));
-  }
-  service->thread_ = std::thread([&server] { server.listen_after_bind(); });
+  std::string token = options.bearer_token;
+  absl::StatusOr<std::unique_ptr<HttpServer>> started =
+      HttpServer::Start(server, [hub, token](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+        Route(*hub, token, std::move(request), std::move(exchange));
+      });
+  if (!started.ok()) return started.status();
+  std::unique_ptr<HttpService> service(new HttpService());
+  service->server_ = *std::move(started);
   return service;
 }
 
+int HttpService::port() const { return server_ ? server_->port() : 0; }
+
 void HttpService::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (server_) server_->Stop();
 }
 
 HttpService::~HttpService() { Stop(); }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 namespace sluice {
 

@@ -113,6 +113,121 @@ ServerMetrics::ServerMetrics(absl::Time start, std::optional<CostConfig> cost)
   }
 }
 
+prometheus::Labels ModelMetrics::Labels() const { return {{"model", config_->name}}; }
+
+prometheus::Labels ModelMetrics::LabelsWith(std::string key, std::string value) const {
+  prometheus::Labels labels = Labels();
+  labels[std::move(key)] = std::move(value);
+  return labels;
+}
+
+// prometheus-cpp returns the existing family when a name is registered again, so each model adds its series.
+void ModelMetrics::AddRequestHistograms(prometheus::Registry& r) {
+  const prometheus::Labels model = Labels();
+  latency_ = &BuildHistogram().Name("sluice_request_latency_seconds")
+                  .Help("Request latency, arrival at the scheduler to answer (all rows)").Register(r)
+                  .Add(model, kSecondsBuckets);
+  queue_wait_ = &BuildHistogram().Name("sluice_queue_wait_seconds").Help("Time a row waited for its batch")
+                     .Register(r).Add(model, kSecondsBuckets);
+  batch_size_ = &BuildHistogram().Name("sluice_batch_size").Help("Compiled batch size of each executed batch")
+                     .Register(r).Add(model, AsBoundaries(config_->buckets.batch_sizes));
+  input_length_ = &BuildHistogram().Name("sluice_request_input_length")
+                       .Help("Real input length of each request (samples or tokens); buckets = compiled lengths")
+                       .Register(r).Add(model, AsBoundaries(config_->buckets.lengths));
+}
+
+void ModelMetrics::AddBucketSeries(prometheus::Registry& r) {
+  auto& compute = BuildHistogram().Name("sluice_batch_compute_seconds").Help("Graph execution time per batch")
+                      .Register(r);
+  auto& batches = BuildCounter().Name("sluice_batch_executions_total").Help("Executed batches").Register(r);
+  for (int64_t length : config_->buckets.lengths) {
+    compute_by_bucket_.push_back(&compute.Add(LabelsWith("bucket", std::to_string(length)), kSecondsBuckets));
+    batches_by_bucket_.push_back(&batches.Add(LabelsWith("bucket", std::to_string(length))));
+  }
+}
+
+void ModelMetrics::AddCounters(prometheus::Registry& r) {
+  const prometheus::Labels model = Labels();
+  auto& requests = BuildCounter().Name("sluice_requests_total").Help("Client requests by outcome").Register(r);
+  for (int o = 0; o < kNumOutcomes; ++o) {
+    requests_[o] = &requests.Add(LabelsWith("outcome", OutcomeName(static_cast<RequestOutcome>(o))));
+  }
+  inferences_ = &BuildCounter().Name("sluice_inferences_total").Help("Successful inferences (rows)")
+                     .Register(r).Add(model);
+  real_samples_ = &BuildCounter().Name("sluice_real_samples_total")
+                       .Help("Real (unpadded) input steps executed: audio samples or tokens").Register(r).Add(model);
+  computed_samples_ = &BuildCounter().Name("sluice_computed_samples_total")
+                           .Help("Input steps computed: batch size x bucket length, padding and dummy rows included")
+                           .Register(r).Add(model);
+  ok_samples_ = &BuildCounter().Name("sluice_successful_samples_total")
+                     .Help("Real input steps of successful requests: audio samples or tokens").Register(r).Add(model);
+  audio_seconds_ = &BuildCounter().Name("sluice_audio_seconds_total")
+                        .Help("Audio seconds of successful requests (speech models)").Register(r).Add(model);
+}
+
+void ModelMetrics::AddInstanceSeries(prometheus::Registry& r, size_t instances) {
+  auto& busy = BuildCounter().Name("sluice_instance_busy_seconds_total").Help("Seconds each instance ran graphs")
+                   .Register(r);
+  auto& busy_ratio = BuildGauge().Name("sluice_instance_busy_ratio")
+                         .Help("Busy seconds / seconds since start, per instance").Register(r);
+  for (size_t i = 0; i < instances; ++i) {
+    busy_seconds_.push_back(&busy.Add(LabelsWith("instance", std::to_string(i))));
+    busy_ratio_.push_back(&busy_ratio.Add(LabelsWith("instance", std::to_string(i))));
+  }
+}
+
+void ModelMetrics::AddStateGauges(prometheus::Registry& r) {
+  const prometheus::Labels model = Labels();
+  queue_depth_ = &BuildGauge().Name("sluice_queue_depth").Help("Requests waiting in queues").Register(r).Add(model);
+  in_flight_ = &BuildGauge().Name("sluice_in_flight").Help("Accepted requests not yet answered")
+                    .Register(r).Add(model);
+  model_ready_ = &BuildGauge().Name("sluice_model_ready").Help("1 when the model is loaded, warmed and serving")
+                      .Register(r).Add(model);
+  padding_efficiency_ = &BuildGauge().Name("sluice_padding_efficiency")
+                             .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);
+}
+
+void ModelMetrics::AddCostGauges(prometheus::Registry& r) {
+  const prometheus::Labels model = Labels();
+  cost_usd_ = &BuildGauge().Name("sluice_cost_usd").Help("USD spent so far on the accelerators this model holds")
+                   .Register(r).Add(model);
+  dollars_per_1k_ = &BuildGauge().Name("sluice_dollars_per_1k_inferences")
+                         .Help("sluice_cost_usd / (successful inferences / 1000)").Register(r).Add(model);
+  if (config_->kind == ModelKind::kSpeech) {
+    audio_seconds_per_dollar_ = &BuildGauge().Name("sluice_audio_seconds_per_dollar")
+                                     .Help("Audio seconds of successful requests / sluice_cost_usd")
+                                     .Register(r).Add(model);
+  }
+  if (config_->kind == ModelKind::kText) {
+    tokens_per_dollar_ = &BuildGauge().Name("sluice_tokens_per_dollar")
+                              .Help("Tokens of successful requests / sluice_cost_usd").Register(r).Add(model);
+  }
+}
+
+namespace {
+
+// Per (bucket, batch size): the slowest instance's graph load and warm-up times (static gauges).
+void SetBucketLoadGauges(prometheus::Registry& r, const ModelConfig& config,
+                         const std::vector<const Backend*>& instances) {
+  auto& load = BuildGauge().Name("sluice_bucket_load_seconds").Help("Graph load time per bucket (slowest instance)")
+                   .Register(r);
+  auto& warm = BuildGauge().Name("sluice_bucket_warm_seconds").Help("Warm-up time per bucket (slowest instance)")
+                   .Register(r);
+  for (const Backend* instance : instances) {
+    for (const BucketLoadStats& s : instance->load_stats()) {
+      const prometheus::Labels labels = {{"model", config.name},
+                                         {"bucket", std::to_string(s.length)},
+                                         {"batch_size", std::to_string(s.batch_size)}};
+      prometheus::Gauge& l = load.Add(labels);
+      prometheus::Gauge& w = warm.Add(labels);
+      l.Set(std::max(l.Value(), s.load_seconds));
+      w.Set(std::max(w.Value(), s.warm_seconds));
+    }
+  }
+}
+
+}  // namespace
+
 ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
                                       const Scheduler* scheduler, std::function<bool()> ready) {
   auto m = std::unique_ptr<ModelMetrics>(new ModelMetrics());
@@ -122,89 +237,13 @@ ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vect
   m->accelerators_held_ = AcceleratorsHeld(config);
   m->bucket_lengths_ = config.buckets.lengths;
   prometheus::Registry& r = *registry_;
-  const prometheus::Labels model = {{"model", config.name}};
-  auto with = [&](std::string key, std::string value) {
-    prometheus::Labels labels = model;
-    labels[std::move(key)] = std::move(value);
-    return labels;
-  };
-  // prometheus-cpp returns the existing family when the name is registered again, so each model adds its series.
-  m->latency_ = &BuildHistogram().Name("sluice_request_latency_seconds")
-                     .Help("Request latency, arrival at the scheduler to answer (all rows)").Register(r)
-                     .Add(model, kSecondsBuckets);
-  m->queue_wait_ = &BuildHistogram().Name("sluice_queue_wait_seconds").Help("Time a row waited for its batch")
-                        .Register(r).Add(model, kSecondsBuckets);
-  m->batch_size_ = &BuildHistogram().Name("sluice_batch_size").Help("Compiled batch size of each executed batch")
-                        .Register(r).Add(model, AsBoundaries(config.buckets.batch_sizes));
-  m->input_length_ = &BuildHistogram().Name("sluice_request_input_length")
-                          .Help("Real input length of each request (samples or tokens); buckets = compiled lengths")
-                          .Register(r).Add(model, AsBoundaries(config.buckets.lengths));
-  auto& compute = BuildHistogram().Name("sluice_batch_compute_seconds").Help("Graph execution time per batch")
-                      .Register(r);
-  auto& batches = BuildCounter().Name("sluice_batch_executions_total").Help("Executed batches").Register(r);
-  for (int64_t length : config.buckets.lengths) {
-    m->compute_by_bucket_.push_back(&compute.Add(with("bucket", std::to_string(length)), kSecondsBuckets));
-    m->batches_by_bucket_.push_back(&batches.Add(with("bucket", std::to_string(length))));
-  }
-  auto& requests = BuildCounter().Name("sluice_requests_total").Help("Client requests by outcome").Register(r);
-  for (int o = 0; o < kNumOutcomes; ++o) {
-    m->requests_[o] = &requests.Add(with("outcome", OutcomeName(static_cast<RequestOutcome>(o))));
-  }
-  m->inferences_ = &BuildCounter().Name("sluice_inferences_total").Help("Successful inferences (rows)")
-                        .Register(r).Add(model);
-  m->real_samples_ = &BuildCounter().Name("sluice_real_samples_total")
-                          .Help("Real (unpadded) input steps executed: audio samples or tokens").Register(r).Add(model);
-  m->computed_samples_ = &BuildCounter().Name("sluice_computed_samples_total")
-                              .Help("Input steps computed: batch size x bucket length, padding and dummy rows included")
-                              .Register(r).Add(model);
-  m->ok_samples_ = &BuildCounter().Name("sluice_successful_samples_total")
-                        .Help("Real input steps of successful requests: audio samples or tokens").Register(r).Add(model);
-  m->audio_seconds_ = &BuildCounter().Name("sluice_audio_seconds_total")
-                           .Help("Audio seconds of successful requests (speech models)").Register(r).Add(model);
-  auto& busy = BuildCounter().Name("sluice_instance_busy_seconds_total").Help("Seconds each instance ran graphs")
-                   .Register(r);
-  auto& busy_ratio = BuildGauge().Name("sluice_instance_busy_ratio")
-                         .Help("Busy seconds / seconds since start, per instance").Register(r);
-  for (size_t i = 0; i < instances.size(); ++i) {
-    m->busy_seconds_.push_back(&busy.Add(with("instance", std::to_string(i))));
-    m->busy_ratio_.push_back(&busy_ratio.Add(with("instance", std::to_string(i))));
-  }
-  m->queue_depth_ = &BuildGauge().Name("sluice_queue_depth").Help("Requests waiting in queues").Register(r).Add(model);
-  m->in_flight_ = &BuildGauge().Name("sluice_in_flight").Help("Accepted requests not yet answered")
-                       .Register(r).Add(model);
-  m->model_ready_ = &BuildGauge().Name("sluice_model_ready").Help("1 when the model is loaded, warmed and serving")
-                         .Register(r).Add(model);
-  m->padding_efficiency_ = &BuildGauge().Name("sluice_padding_efficiency")
-                                .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);
-  auto& load = BuildGauge().Name("sluice_bucket_load_seconds").Help("Graph load time per bucket (slowest instance)")
-                   .Register(r);
-  auto& warm = BuildGauge().Name("sluice_bucket_warm_seconds").Help("Warm-up time per bucket (slowest instance)")
-                   .Register(r);
-  for (const Backend* instance : instances) {
-    for (const BucketLoadStats& s : instance->load_stats()) {
-      prometheus::Labels labels = with("bucket", std::to_string(s.length));
-      labels["batch_size"] = std::to_string(s.batch_size);
-      prometheus::Gauge& l = load.Add(labels);
-      prometheus::Gauge& w = warm.Add(labels);
-      l.Set(std::max(l.Value(), s.load_seconds));
-      w.Set(std::max(w.Value(), s.warm_seconds));
-    }
-  }
-  if (cost_) {
-    m->cost_usd_ = &BuildGauge().Name("sluice_cost_usd").Help("USD spent so far on the accelerators this model holds")
-                        .Register(r).Add(model);
-    m->dollars_per_1k_ = &BuildGauge().Name("sluice_dollars_per_1k_inferences")
-                              .Help("sluice_cost_usd / (successful inferences / 1000)").Register(r).Add(model);
-    if (config.kind == ModelKind::kSpeech) {
-      m->audio_seconds_per_dollar_ = &BuildGauge().Name("sluice_audio_seconds_per_dollar")
-                                          .Help("Audio seconds of successful requests / sluice_cost_usd")
-                                          .Register(r).Add(model);
-    }
-    if (config.kind == ModelKind::kText) {
-      m->tokens_per_dollar_ = &BuildGauge().Name("sluice_tokens_per_dollar")
-                                   .Help("Tokens of successful requests / sluice_cost_usd").Register(r).Add(model);
-    }
-  }
+  m->AddRequestHistograms(r);
+  m->AddBucketSeries(r);
+  m->AddCounters(r);
+  m->AddInstanceSeries(r, instances.size());
+  m->AddStateGauges(r);
+  SetBucketLoadGauges(r, config, instances);
+  if (cost_) m->AddCostGauges(r);
   models_.push_back(std::move(m));
   return models_.back().get();
 }

@@ -1,12 +1,13 @@
 // sluice's Prometheus metrics (prometheus-cpp), rendered in the text format at /metrics on the HTTP port.
 // Every name starts with sluice_; labels are `model` and, where bounded by the config, `bucket`/`batch_size`/
 // `instance`. Histograms (not summaries) so that replicas aggregate. Cost gauges appear when the server config
-// has `cost:`; their definitions are in server/cost.h and README "Cost metrics".
+// has `cost:`; their definitions are in backend/base/cost.h and README "Cost metrics".
 //
 // Recording paths: ModelMetrics::RecordRequest once per client request (its outcome), RecordRow once per row
 // that ran, RecordBatch from the scheduler's BatchObserver. Gauges that mirror live state (queue depth,
 // in-flight, readiness, busy ratio, padding efficiency, cost, process) are computed at Render().
-// Thread-safety: every method is safe from any thread (prometheus-cpp metrics are thread-safe).
+// Thread-safety: every method is safe from any thread (prometheus-cpp metrics are thread-safe). No mutex here:
+// the fields that are not metrics are set before serving (AddModel, AttachScheduler) and only read after.
 #pragma once
 
 #include <functional>
@@ -22,8 +23,8 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-#include "scheduler/dynamic_batcher.h"
-#include "server/cost.h"
+#include "scheduler/scheduler.h"
+#include "backend/base/cost.h"
 
 namespace sluice {
 
@@ -43,13 +44,22 @@ class ModelMetrics {
   // A row that was queued has been answered (its queue wait).
   void RecordRow(const InferResponse& response);
   void RecordBatch(const BatchReport& report);
-  // REQUIRES: before serving. The scheduler's queue depth and in-flight count become gauges.
-  void AttachScheduler(const Scheduler* scheduler) { scheduler_ = scheduler; }
 
  private:
   friend class ServerMetrics;
   ModelMetrics() = default;
   void Refresh(absl::Time now, double elapsed_seconds, const CostMeter* cost);
+
+  // ServerMetrics::AddModel's steps: each adds one group of this model's series to `r` (in this order, which is
+  // the order of families on /metrics). REQUIRES: config_ set.
+  prometheus::Labels Labels() const;  // {model}
+  prometheus::Labels LabelsWith(std::string key, std::string value) const;  // {model, key=value}
+  void AddRequestHistograms(prometheus::Registry& r);
+  void AddBucketSeries(prometheus::Registry& r);
+  void AddCounters(prometheus::Registry& r);
+  void AddInstanceSeries(prometheus::Registry& r, size_t instances);
+  void AddStateGauges(prometheus::Registry& r);
+  void AddCostGauges(prometheus::Registry& r);
 
   const ModelConfig* config_ = nullptr;
   const Scheduler* scheduler_ = nullptr;
@@ -88,8 +98,9 @@ class ServerMetrics {
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // REQUIRES: before serving. `config`, `instances` and `scheduler` (may be null, then attached later) must
-  // outlive this object; `instances` give the per-bucket load/warm times; `ready` tells whether the model serves.
+  // REQUIRES: before serving. `config`, `instances` and `scheduler` must outlive this object; `instances` give
+  // the per-bucket load/warm times; the scheduler's queue depth and in-flight count become gauges; `ready` tells
+  // whether the model serves.
   ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
                          const Scheduler* scheduler, std::function<bool()> ready);
 

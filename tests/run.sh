@@ -12,8 +12,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$(nproc)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 900
 
-# The scheduler again, built by clang with -Wthread-safety -Werror (checks every ABSL_GUARDED_BY) and
-# ThreadSanitizer, running its tests (the multi-threaded stress test included).
+# The torch-free code again, built by clang (tests/sanitizers/CMakeLists.txt): every torch-free library
+# (backend/base, the backend seam and sim device, scheduler, every server/ file but main, sluice-loadtest's library)
+# compiled with -Wthread-safety -Werror=thread-safety (checks every ABSL_GUARDED_BY), the loadtest unit tests run
+# from it, and the scheduler's tests (the multi-threaded stress test included) under ThreadSanitizer.
 CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
 cmake --build build-clang -j "$(nproc)"
 ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600

@@ -61,7 +61,7 @@ def spec():
     return ModelSpec(
         name="text_embed",
         kind="text",
-        inputs=[{"name": "input_ids", "dtype": "INT64", "shape": [-1]}],
+        inputs=[{"name": "input_ids", "dtype": "INT64", "shape": [-1], "range": [0, VOCAB_SIZE - 1]}],
         outputs=[{"name": "embedding", "dtype": "FP32", "shape": [OUT_DIM]}],
         lengths=[32, 64, 128, 256, 512],
         batch_sizes=[1, 4, 8],

@@ -9,7 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "backend/model_repository.h"
-#include "server/server_config.h"
+#include "backend/base/server_config.h"
 #include "spdlog/spdlog.h"
 
 namespace sluice {

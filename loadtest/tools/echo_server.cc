@@ -12,9 +12,9 @@
 #include <map>
 
 #include "CLI/CLI.hpp"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 #include "grpc_service.grpc.pb.h"
-#include "server/grpc_codec.h"
+#include "server/model_descriptions.h"
 
 namespace sluice {
 namespace {

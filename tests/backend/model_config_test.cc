@@ -1,5 +1,5 @@
 // Config validation: a valid model config loads; each class of mistake fails naming file, key and line.
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 #include "backend/reference_set.h"
 
 namespace sluice::testing {

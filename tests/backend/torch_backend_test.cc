@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 #include "backend/reference_set.h"
 #include "tests/backend/test_models.h"
 

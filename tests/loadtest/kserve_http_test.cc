@@ -1,11 +1,13 @@
 // Unit tests of sluice-loadtest's KServe v2 REST codec (--protocol http): the binary-data request it sends, the
 // responses it reads (binary and JSON data, malformed ones), and HTTP statuses mapped to gRPC codes.
 #include <gmock/gmock.h>
+#include <grpcpp/support/status_code_enum.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include <cstring>
 
+#include "backend/base/status_mapping.h"
 #include "loadtest/kserve_http.h"
 
 namespace sluice::loadtest {
@@ -91,16 +93,28 @@ TEST(KserveHttpTest, JsonDataIsConvertedToRawBytes) {
                    .ok());
 }
 
-TEST(KserveHttpTest, HttpStatusesMapToGrpcCodes) {
-  EXPECT_EQ(GrpcCodeForHttpStatus(200), 0);
-  EXPECT_EQ(GrpcCodeForHttpStatus(400), 3);   // INVALID_ARGUMENT
-  EXPECT_EQ(GrpcCodeForHttpStatus(401), 16);  // UNAUTHENTICATED
-  EXPECT_EQ(GrpcCodeForHttpStatus(404), 5);   // NOT_FOUND
-  EXPECT_EQ(GrpcCodeForHttpStatus(413), 11);  // OUT_OF_RANGE
-  EXPECT_EQ(GrpcCodeForHttpStatus(429), 8);   // RESOURCE_EXHAUSTED
-  EXPECT_EQ(GrpcCodeForHttpStatus(503), 14);  // UNAVAILABLE
-  EXPECT_EQ(GrpcCodeForHttpStatus(504), 4);   // DEADLINE_EXCEEDED
-  EXPECT_EQ(GrpcCodeForHttpStatus(500), 13);  // INTERNAL
+// The HTTP client reads a status through the server's table (StatusCodeForHttp) and casts the absl code to
+// gRPC's: the two enums share their numbers, so each status must land on the gRPC code it stands for.
+TEST(KserveHttpTest, HttpStatusesMapToTheGrpcCodesTheyStandFor) {
+  auto grpc_code = [](int http_status) { return static_cast<grpc::StatusCode>(StatusCodeForHttp(http_status)); };
+  EXPECT_EQ(grpc_code(200), grpc::StatusCode::OK);
+  EXPECT_EQ(grpc_code(400), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(grpc_code(401), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(grpc_code(403), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(grpc_code(404), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(grpc_code(408), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(grpc_code(413), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(grpc_code(429), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(grpc_code(499), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(grpc_code(501), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(grpc_code(503), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(grpc_code(504), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(grpc_code(500), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(grpc_code(502), grpc::StatusCode::INTERNAL);              // other 5xx
+  EXPECT_EQ(grpc_code(418), grpc::StatusCode::FAILED_PRECONDITION);   // other 4xx
+}
+
+TEST(KserveHttpTest, ErrorMessageIsTheErrorMemberElseTheBodysStart) {
   EXPECT_EQ(HttpErrorMessage(R"({"error":"queue full"})"), "queue full");
   EXPECT_EQ(HttpErrorMessage("plain text"), "plain text");
 }

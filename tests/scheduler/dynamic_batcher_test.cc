@@ -314,9 +314,9 @@ TEST_F(DynamicBatcherTest, RejectsBadRequestsWithClearMessages) {
   InferRequest wrong_shape = testing::AudioRequest(10, answer);
   wrong_shape.inputs[0].shape = {10, 1};
   expect_rejected(std::move(wrong_shape), absl::StatusCode::kInvalidArgument, "has shape [10, 1], expected [10]");
-  InferRequest nan = testing::AudioRequest(10, answer);
-  nan.inputs[0].values<float>()[3] = std::nanf("");
-  expect_rejected(std::move(nan), absl::StatusCode::kInvalidArgument, "non-finite value (nan) at index 3");
+  InferRequest short_bytes = testing::AudioRequest(10, answer);
+  short_bytes.inputs[0].bytes.resize(36);
+  expect_rejected(std::move(short_bytes), absl::StatusCode::kInvalidArgument, "holds 36 bytes, shape and dtype need 40");
   EXPECT_FALSE(Done(answer));  // rejected requests are never answered through on_done
 }
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/time/clock.h"
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 #include "scheduler/infer_request.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/sync.h"

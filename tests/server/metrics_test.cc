@@ -6,7 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "server/cost.h"
+#include "backend/base/cost.h"
+#include "scheduler/dynamic_batcher.h"
 #include "server/server_metrics.h"
 #include "tests/scheduler/scheduler_test_util.h"
 #include "tests/server/metrics_samples.h"

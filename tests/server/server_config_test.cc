@@ -1,4 +1,4 @@
-#include "server/server_config.h"
+#include "backend/base/server_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -136,7 +136,8 @@ timeout 180 "$VENV/bin/python" "$HERE/triton_peers_check.py" --grpc "$GRPC" --ht
 
 # ---- 5. perf_analyzer -------------------------------------------------------------------------------------------
 # asr_ctc gets real audio (a 16000-sample reference case: perf_analyzer's random FP32 bytes include NaN, which
-# sluice rightly refuses); text_embed gets perf_analyzer's random INT64 ids (any id is valid).
+# sluice rightly refuses); text_embed gets zero ids (perf_analyzer's random INT64 values lie outside the model's
+# declared token range [0, vocab-1], which sluice rightly refuses too).
 "$VENV/bin/python" - "$WORK/references/asr_ctc.npz" "$WORK/asr_ctc_data.json" <<'EOF' || fail "writing asr_ctc_data.json"
 import json, sys
 import numpy as np
@@ -173,7 +174,7 @@ perf() {  # PROTOCOL ADDRESS MODEL INPUT-ARGS...
 for protocol in grpc http; do
   address=$GRPC
   [ "$protocol" = http ] && address=$HTTP
-  perf "$protocol" "$address" text_embed --shape input_ids:32
+  perf "$protocol" "$address" text_embed --shape input_ids:32 --input-data zero
   perf "$protocol" "$address" asr_ctc --input-data "$WORK/asr_ctc_data.json"
 done
 

@@ -1,4 +1,4 @@
-#include "backend/yaml_node.h"
+#include "backend/base/yaml_node.h"
 
 #include <fstream>
 #include <sstream>

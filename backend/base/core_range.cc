@@ -1,4 +1,4 @@
-#include "backend/core_range.h"
+#include "backend/base/core_range.h"
 
 #include <charconv>
 

@@ -3,6 +3,7 @@
 // Thread-safety: plain values; no internal synchronisation.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -34,13 +35,15 @@ struct HostTensor {
 
   int64_t num_elements() const { return NumElements(shape); }
 
-  // REQUIRES: T matches dtype in size (caller's responsibility; checked in debug builds).
+  // REQUIRES: sizeof(T) == DataTypeSize(dtype) (the caller's responsibility; assert()ed in builds without NDEBUG).
   template <typename T>
   std::span<T> values() {
+    assert(sizeof(T) == DataTypeSize(dtype));
     return {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
   template <typename T>
   std::span<const T> values() const {
+    assert(sizeof(T) == DataTypeSize(dtype));
     return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
 };

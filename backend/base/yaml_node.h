@@ -25,10 +25,8 @@ class YamlNode {
   static absl::StatusOr<YamlNode> LoadString(const std::string& text, const std::string& file_label);
 
   const std::string& file() const { return *file_; }
-  const std::string& key_path() const { return path_; }
 
   bool IsMap() const { return node_.IsMap(); }
-  bool IsSequence() const { return node_.IsSequence(); }
   bool Has(std::string_view key) const;
 
   // The child at `key`; an error naming the key when it is absent.

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/core_range.h"
-#include "backend/tensor.h"
-#include "backend/yaml_node.h"
+#include "backend/base/core_range.h"
+#include "backend/base/tensor.h"
+#include "backend/base/yaml_node.h"
 
 namespace sluice {
 
@@ -24,12 +24,19 @@ const char* DeviceKindName(DeviceKind device);
 
 inline constexpr int64_t kVariableDim = -1;
 
+// Inclusive bounds on an integer input's values (token ids: [0, vocabulary size - 1]).
+struct ValueRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
 // One input or output, per sample (no batch dimension). Inputs have the variable-length axis first.
 struct TensorSpec {
   std::string name;
   DataType dtype = DataType::kFp32;
   std::vector<int64_t> shape;       // kVariableDim marks the variable-length axis
   std::optional<int> sample_rate;   // speech inputs: samples per second of the variable axis
+  std::optional<ValueRange> value_range;  // integer inputs: values outside are refused (config key `range`)
 
   bool has_variable_axis() const;
   // Elements per step of the variable axis (product of the fixed dims).

@@ -1,10 +1,10 @@
-#include "server/server_config.h"
+#include "backend/base/server_config.h"
 
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "backend/status_macros.h"
-#include "backend/yaml_node.h"
+#include "backend/base/status_macros.h"
+#include "backend/base/yaml_node.h"
 
 namespace sluice {
 namespace {
@@ -77,8 +77,16 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
     SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*grpc, "keepalive_timeout_ms", 100, 3600000, config.keepalive_timeout_ms));
   }
   if (auto http = root.Optional("http")) {
-    SLUICE_RETURN_IF_ERROR(http->CheckKeys({"address"}));
+    SLUICE_RETURN_IF_ERROR(http->CheckKeys({"address", "threads", "max_connections", "max_header_bytes",
+                                            "header_timeout_ms", "body_timeout_ms", "idle_timeout_ms"}));
     SLUICE_ASSIGN_OR_RETURN(config.http_address, ParseAddress(*http));
+    HttpConfig& h = config.http;
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "threads", 1, 256, h.threads));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "max_connections", 1, 1000000, h.max_connections));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "max_header_bytes", 1024, 1 << 20, h.max_header_bytes));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "header_timeout_ms", 100, 3600000, h.header_timeout_ms));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "body_timeout_ms", 100, 3600000, h.body_timeout_ms));
+    SLUICE_RETURN_IF_ERROR(ParseBoundedInt(*http, "idle_timeout_ms", 100, 3600000, h.idle_timeout_ms));
   }
   SLUICE_RETURN_IF_ERROR(ParseBoundedInt(root, "max_message_bytes", 1024, int64_t{2047} << 20,
                                          config.max_message_bytes));

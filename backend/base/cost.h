@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "backend/model_config.h"
-#include "backend/yaml_node.h"
+#include "backend/base/model_config.h"
+#include "backend/base/yaml_node.h"
 
 namespace sluice {
 

@@ -1,10 +1,10 @@
-#include "server/cost.h"
+#include "backend/base/cost.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "backend/status_macros.h"
+#include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace {

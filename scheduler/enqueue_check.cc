@@ -1,12 +1,10 @@
-#include "scheduler/request_validation.h"
-
-#include <cmath>
+#include "scheduler/enqueue_check.h"
 
 #include "absl/strings/str_cat.h"
 
 namespace sluice {
 
-absl::Status ValidateInferRequest(const ModelConfig& model, const InferRequest& request) {
+absl::Status CheckEnqueueShape(const ModelConfig& model, const InferRequest& request) {
   if (!request.on_done) return absl::InvalidArgumentError("internal: request has no on_done callback");
   if (request.inputs.size() != model.inputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " takes ", model.inputs.size(),
@@ -30,15 +28,6 @@ absl::Status ValidateInferRequest(const ModelConfig& model, const InferRequest& 
     if (tensor.bytes.size() != expected_bytes) {
       return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' holds ", tensor.bytes.size(),
                                                      " bytes, shape and dtype need ", expected_bytes));
-    }
-    if (spec.dtype == DataType::kFp32) {
-      auto values = tensor.values<float>();
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (!std::isfinite(values[i])) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("input '", spec.name, "' holds a non-finite value (", values[i], ") at index ", i));
-        }
-      }
     }
   }
   return absl::OkStatus();

@@ -1,11 +1,11 @@
-#include "backend/model_config.h"
+#include "backend/base/model_config.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "backend/status_macros.h"
+#include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace {
@@ -27,9 +27,20 @@ absl::StatusOr<DeviceKind> ParseDevice(const YamlNode& node) {
   return node.Error(absl::StrCat("unknown device '", text, "' (expected cpu, cuda, neuron or sim)"));
 }
 
+// `range: [min, max]` on an integer input (e.g. token ids [0, vocab-1]): requests with a value outside it are
+// refused at the edge instead of being silently clamped or indexing past an embedding table in the graph.
+absl::StatusOr<ValueRange> ParseValueRange(const YamlNode& node, const TensorSpec& spec, bool is_input) {
+  if (!is_input || (spec.dtype != DataType::kInt32 && spec.dtype != DataType::kInt64)) {
+    return node.Error("range is only allowed on INT32 and INT64 inputs");
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> bounds, node.AsIntList());
+  if (bounds.size() != 2 || bounds[0] > bounds[1]) return node.Error("expected [min, max] with min <= max");
+  return ValueRange{bounds[0], bounds[1]};
+}
+
 // `is_input`: inputs must put the variable axis first (it is the axis the server pads).
 absl::StatusOr<TensorSpec> ParseTensorSpec(const YamlNode& node, bool is_input, ModelKind kind) {
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"name", "dtype", "shape", "sample_rate"}));
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"name", "dtype", "shape", "sample_rate", "range"}));
   TensorSpec spec;
   SLUICE_ASSIGN_OR_RETURN(YamlNode name, node.Required("name"));
   SLUICE_ASSIGN_OR_RETURN(spec.name, name.AsString());
@@ -65,6 +76,9 @@ absl::StatusOr<TensorSpec> ParseTensorSpec(const YamlNode& node, bool is_input, 
     SLUICE_ASSIGN_OR_RETURN(int64_t value, rate->AsInt());
     if (value <= 0) return rate->Error("must be a positive number of samples per second");
     spec.sample_rate = static_cast<int>(value);
+  }
+  if (std::optional<YamlNode> range = node.Optional("range")) {
+    SLUICE_ASSIGN_OR_RETURN(spec.value_range, ParseValueRange(*range, spec, is_input));
   }
   return spec;
 }

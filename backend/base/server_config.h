@@ -9,14 +9,26 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/cost.h"
+#include "backend/base/cost.h"
 
 namespace sluice {
+
+// The HTTP front end's event loop and the limits that keep hostile clients from costing more than their own
+// requests (see server/http_server.h).
+struct HttpConfig {
+  int64_t threads = 2;               // event-loop threads (they only parse, route and serialize)
+  int64_t max_connections = 4096;    // at the limit the oldest idle connection is closed for a new one
+  int64_t max_header_bytes = 16384;  // request line + headers; over it: 431
+  int64_t header_timeout_ms = 10000;  // a request head must arrive within this
+  int64_t body_timeout_ms = 60000;    // its body within this
+  int64_t idle_timeout_ms = 60000;    // keep-alive connections idle longer are closed
+};
 
 struct ServerConfig {
   std::string config_path;
   std::string grpc_address = "0.0.0.0:8001";  // Triton's familiar defaults
   std::string http_address = "0.0.0.0:8000";
+  HttpConfig http;
   std::string model_repository;  // absolute after loading
   std::string log_level = "info";
 

@@ -1,7 +1,8 @@
-// The one validator both front ends share: decoded wire tensors (name, datatype, shape, raw row-major bytes)
-// in, per-row scheduler inputs out. Every failure is InvalidArgument with a message naming the input and what
-// is wrong: missing/duplicate/extra input, wrong datatype, shape against the declared per-sample shape, length
-// zero or over the largest bucket, byte size against shape x dtype, NaN/Inf in float inputs.
+// Input validation, done once, at the edge, by ServedModel::Infer for every front end: decoded wire tensors
+// (name, datatype, shape, raw row-major bytes) in, per-row scheduler inputs out. Every failure is
+// InvalidArgument with a message naming the input and what is wrong: missing/duplicate/extra input, unknown or
+// wrong datatype, shape against the declared per-sample shape, length zero or over the largest bucket, byte size
+// against shape x dtype, NaN/Inf in float inputs, integers outside the input's declared `range`.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/model_config.h"
-#include "backend/tensor.h"
+#include "backend/base/model_config.h"
+#include "backend/base/tensor.h"
 
 namespace sluice {
 
@@ -33,7 +34,7 @@ struct ValidatedRequest {
   std::vector<std::vector<HostTensor>> row_inputs;  // [row][declared input], each [length, ...fixed dims]
 };
 
-absl::StatusOr<ValidatedRequest> ValidateRequest(const ModelConfig& model, std::span<const WireTensor> inputs);
+absl::StatusOr<ValidatedRequest> ValidateInputs(const ModelConfig& model, std::span<const WireTensor> inputs);
 
 // Indices of the requested outputs in declaration order of the request; all outputs when `names` is empty.
 // InvalidArgument for an unknown or repeated name.
@@ -42,7 +43,5 @@ absl::StatusOr<std::vector<size_t>> SelectOutputs(const ModelConfig& model, std:
 // The shape metadata reports for a declared tensor: a leading -1 batch dimension, then the per-sample shape.
 std::vector<int64_t> BatchedShape(const TensorSpec& spec);
 
-// Stacks per-row outputs ([row][declared output]) into batched tensors [rows, ...]. Rows must agree in shape.
-absl::StatusOr<std::vector<HostTensor>> StackRows(std::vector<std::vector<HostTensor>> rows);
 
 }  // namespace sluice

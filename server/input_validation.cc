@@ -1,4 +1,4 @@
-#include "server/request_validator.h"
+#include "server/input_validation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,26 @@ namespace {
 
 std::string ShapeText(std::span<const int64_t> shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
 
-absl::Status CheckFinite(const TensorSpec& spec, std::string_view bytes) {
+template <typename T>
+absl::Status CheckRange(const TensorSpec& spec, std::string_view bytes) {
+  const ValueRange& range = *spec.value_range;
+  const size_t count = bytes.size() / sizeof(T);
+  for (size_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+    if (value < range.min || value > range.max) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "': element ", i, " is ", value,
+                                                     ", outside the model's range [", range.min, ", ",
+                                                     range.max, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Value checks the graph cannot be trusted with: NaN/Inf floats, integers outside the declared range.
+absl::Status CheckValues(const TensorSpec& spec, std::string_view bytes) {
+  if (spec.value_range && spec.dtype == DataType::kInt64) return CheckRange<int64_t>(spec, bytes);
+  if (spec.value_range && spec.dtype == DataType::kInt32) return CheckRange<int32_t>(spec, bytes);
   if (spec.dtype != DataType::kFp32) return absl::OkStatus();
   const size_t count = bytes.size() / sizeof(float);
   for (size_t i = 0; i < count; ++i) {
@@ -27,9 +46,22 @@ absl::Status CheckFinite(const TensorSpec& spec, std::string_view bytes) {
   return absl::OkStatus();
 }
 
+// The Open Inference Protocol's tensor datatypes (sluice serves a subset; the rest are named as mismatches).
+bool IsKserveDatatype(std::string_view datatype) {
+  for (std::string_view known : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
+                                 "FP16", "FP32", "FP64", "BYTES", "BF16"}) {
+    if (datatype == known) return true;
+  }
+  return false;
+}
+
 // Checks one wire tensor against its declaration; returns its (rows, length).
 absl::StatusOr<std::pair<int64_t, int64_t>> CheckTensor(const ModelConfig& model, const TensorSpec& spec,
                                                         const WireTensor& tensor) {
+  if (!IsKserveDatatype(tensor.datatype)) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "': unknown datatype '", tensor.datatype,
+                                                   "' (the model takes ", DataTypeName(spec.dtype), ")"));
+  }
   if (tensor.datatype != DataTypeName(spec.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "': datatype ", tensor.datatype,
                                                    " does not match the model's ", DataTypeName(spec.dtype)));
@@ -65,7 +97,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> CheckTensor(const ModelConfig& model
                                                    " bytes of data, but shape ", ShapeText(tensor.shape), " of ",
                                                    tensor.datatype, " needs ", want_bytes, " bytes"));
   }
-  if (auto status = CheckFinite(spec, tensor.bytes); !status.ok()) return status;
+  if (auto status = CheckValues(spec, tensor.bytes); !status.ok()) return status;
   return std::pair{rows, length};
 }
 
@@ -77,7 +109,7 @@ std::vector<int64_t> BatchedShape(const TensorSpec& spec) {
   return shape;
 }
 
-absl::StatusOr<ValidatedRequest> ValidateRequest(const ModelConfig& model, std::span<const WireTensor> inputs) {
+absl::StatusOr<ValidatedRequest> ValidateInputs(const ModelConfig& model, std::span<const WireTensor> inputs) {
   std::vector<const WireTensor*> by_spec(model.inputs.size(), nullptr);
   for (const WireTensor& tensor : inputs) {
     size_t index = 0;
@@ -140,25 +172,6 @@ absl::StatusOr<std::vector<size_t>> SelectOutputs(const ModelConfig& model, std:
     selected.push_back(index);
   }
   return selected;
-}
-
-absl::StatusOr<std::vector<HostTensor>> StackRows(std::vector<std::vector<HostTensor>> rows) {
-  std::vector<HostTensor> stacked;
-  if (rows.empty()) return stacked;
-  for (size_t o = 0; o < rows[0].size(); ++o) {
-    HostTensor out{rows[0][o].dtype, rows[0][o].shape, {}};
-    out.shape.insert(out.shape.begin(), static_cast<int64_t>(rows.size()));
-    out.bytes.reserve(rows[0][o].bytes.size() * rows.size());
-    for (auto& row : rows) {
-      if (row.size() != rows[0].size() || row[o].shape != rows[0][o].shape) {
-        return absl::InternalError(absl::StrCat("rows of one request produced different output shapes: ",
-                                                ShapeText(rows[0][o].shape), " and ", ShapeText(row[o].shape)));
-      }
-      out.bytes.insert(out.bytes.end(), row[o].bytes.begin(), row[o].bytes.end());
-    }
-    stacked.push_back(std::move(out));
-  }
-  return stacked;
 }
 
 }  // namespace sluice

@@ -1,4 +1,4 @@
-#include "backend/tensor.h"
+#include "backend/base/tensor.h"
 
 #include <array>
 #include <utility>

@@ -1,0 +1,79 @@
+// One served model: its config, its Scheduler, its statistics and metrics, and the one entry point every front
+// end calls — ServedModel::Infer: draining check, parameter parsing, output selection, input validation (once),
+// refusal accounting, submission of the rows, exactly-once completion.
+// Thread-safety: Infer, stats() and scheduler() may be used from any thread concurrently; the object is
+// immutable after Create.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "scheduler/clock.h"
+#include "scheduler/scheduler.h"
+#include "server/infer_call.h"
+#include "server/model_stats.h"
+#include "server/pending_inference.h"
+#include "server/server_metrics.h"
+
+namespace sluice {
+
+// The server's readiness, shared by its models and front ends. Loading: not ready; draining: refuses new work.
+class ServingState {
+ public:
+  bool ready() const { return ready_.load() && !draining_.load(); }
+  bool draining() const { return draining_.load(); }
+  void SetReady() { ready_ = true; }
+  void BeginDrain() { draining_ = true; }
+
+ private:
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+};
+
+struct ServedModelOptions {
+  const ModelConfig* config = nullptr;  // must outlive the model
+  std::vector<Backend*> instances;      // not owned; must outlive the model
+  const ServingState* state = nullptr;  // must outlive the model
+  ServerMetrics* metrics = nullptr;     // optional: Prometheus metrics for this model
+  Clock* clock = &Clock::Real();
+};
+
+class ServedModel {
+ public:
+  // Creates the model's scheduler (the dynamic batcher) and registers its metrics, every batch reported to them.
+  static absl::StatusOr<std::unique_ptr<ServedModel>> Create(const ServedModelOptions& options);
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+  ~ServedModel();
+
+  const ModelConfig& config() const { return *config_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+  ModelStats& stats() { return stats_; }
+
+  // The one request path. `call` is what the front end decoded, or why its wire message could not be decoded.
+  // `done` is called exactly once (see InferCompletion for which thread). Refusals before queueing (a decode
+  // error; draining: Unavailable; bad parameters, unknown outputs, invalid inputs: InvalidArgument; queue full:
+  // ResourceExhausted) are counted in the statistics and metrics here, once, whatever the front end.
+  // The handle withdraws the call's queued rows (client gone); it is empty when the call was refused.
+  InferHandle Infer(absl::StatusOr<InferCall> call, InferCompletion done);
+
+ private:
+  explicit ServedModel(const ServedModelOptions& options);
+  // The call's rows and options, or the refusal.
+  absl::StatusOr<std::shared_ptr<PendingInference>> Prepare(InferCall& call, InferCompletion& done,
+                                                            ValidatedRequest& validated);
+  void RecordRefused(const absl::Status& status);
+
+  const ModelConfig* const config_;
+  const ServingState* const state_;
+  Clock* const clock_;  // the scheduler's: `timeout` deadlines are measured on the clock that expires them
+  std::unique_ptr<Scheduler> scheduler_;
+  ModelStats stats_;
+  ModelMetrics* metrics_ = nullptr;  // set in Create, before any request or batch
+};
+
+}  // namespace sluice
