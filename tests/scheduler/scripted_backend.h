@@ -10,6 +10,7 @@
 #include "backend/sim_backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/sync.h"
+#include "tests/scheduler/holdable_backend.h"
 
 namespace sluice::testing {
 
@@ -20,7 +21,7 @@ struct ExecutedBatch {
   absl::Time started;
 };
 
-class ScriptedBackend final : public Backend {
+class ScriptedBackend final : public HoldableBackend {
  public:
   ScriptedBackend(const ModelConfig& model, FakeClock* clock, absl::Duration compute)
       : clock_(clock), compute_(compute) {
@@ -31,7 +32,7 @@ class ScriptedBackend final : public Backend {
     {
       MutexLock lock(&mu_);
       executed_.push_back({batch.batch_size, batch.length, batch.row_lengths, clock_ ? clock_->Now() : absl::Now()});
-      while (held_) released_.Wait(&mu_);
+      WaitWhileHeld();
       if (fail_next_) {
         fail_next_ = false;
         return absl::InternalError("scripted backend failure");
@@ -44,15 +45,6 @@ class ScriptedBackend final : public Backend {
   const std::vector<BucketLoadStats>& load_stats() const override { return sim_->load_stats(); }
   std::string Describe() const override { return "scripted"; }
 
-  void Hold() {
-    MutexLock lock(&mu_);
-    held_ = true;
-  }
-  void Release() {
-    MutexLock lock(&mu_);
-    held_ = false;
-    released_.SignalAll();
-  }
   // Makes batches of this compiled size take `compute` instead of the default.
   void SetComputeForBatchSize(int batch_size, absl::Duration compute) {
     MutexLock lock(&mu_);
@@ -82,9 +74,6 @@ class ScriptedBackend final : public Backend {
 
   std::unique_ptr<Backend> sim_;
   std::map<int, absl::Duration> compute_by_size_ ABSL_GUARDED_BY(mu_);
-  mutable Mutex mu_;
-  CondVar released_;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
   bool fail_next_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ExecutedBatch> executed_ ABSL_GUARDED_BY(mu_);
 };

@@ -17,6 +17,7 @@
 #include "server/input_validation.h"
 #include "server/model_descriptions.h"
 #include "server/proto_json.h"
+#include "tests/server/model_yaml.h"
 
 namespace sluice {
 namespace {
@@ -26,26 +27,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::VariantWith;
 
-constexpr char kTaggerYaml[] = R"(name: tagger
-kind: text
-inputs:
-  - {name: tokens, dtype: INT64, shape: [-1], range: [0, 999]}
-  - {name: features, dtype: FP32, shape: [-1, 3]}
-outputs:
-  - {name: logits, dtype: FP32, shape: [-1, 5]}
-  - {name: score, dtype: INT64, shape: [2]}
-buckets: {lengths: [4, 8], batch_sizes: [1, 2, 4]}
-batching: {max_queue_delay_ms: 2.5, max_queue_size: 16}
-instances: [{count: 2, device: cpu}]
-)";
-
-ModelConfig TaggerModel() {
-  absl::StatusOr<YamlNode> root = YamlNode::LoadString(kTaggerYaml, "test.yaml");
-  EXPECT_TRUE(root.ok()) << root.status();
-  absl::StatusOr<ModelConfig> model = ParseModelConfig(*root, "");
-  EXPECT_TRUE(model.ok()) << model.status();
-  return *model;
-}
+using testing::TaggerModel;
 
 template <typename T>
 std::vector<T> ValuesOf(std::string_view bytes) {

@@ -17,6 +17,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "tests/server/server_process.h"
+#include "tests/server/sim_models.h"
 
 namespace sluice {
 namespace {
@@ -29,25 +30,12 @@ using std::chrono::milliseconds;
 constexpr int kBatchMs = 2000;  // how long the sim instance takes for every batch of `slow`
 constexpr milliseconds kStep(500);  // between the steps of a timeline: far above scheduling noise on a busy machine
 
-void WriteSimModel(const std::filesystem::path& repository, const std::string& name, int base_ms,
-                   const std::string& batch_sizes, int max_queue_size) {
-  std::filesystem::create_directories(repository / name);
-  std::ofstream(repository / name / "config.yaml")
-      << "name: " << name << "\nkind: generic\n"
-      << "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
-      << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
-      << "buckets: {lengths: [16], batch_sizes: [" << batch_sizes << "]}\n"
-      << "batching: {max_queue_delay_ms: 0, max_queue_size: " << max_queue_size << "}\n"
-      << "instances: [{count: 1, device: sim}]\n"
-      << "sim: {base_ms: " << base_ms << ", per_sample_us: 0}\n";
-}
-
 // <tmp>/sluice_queue_repo_<pid>/: `slow` (one instance, batch size 1, every batch kBatchMs, a queue of 2) and
 // `drain` (batches of 1 or 4 taking 1 s, a queue of 64).
 std::string WriteSimRepository() {
   const auto dir = std::filesystem::temp_directory_path() / ("sluice_queue_repo_" + std::to_string(::getpid()));
-  WriteSimModel(dir, "slow", kBatchMs, "1", 2);
-  WriteSimModel(dir, "drain", 1000, "1, 4", 64);
+  testing::WriteSimModel(dir, {.name = "slow", .max_queue_size = 2, .base_ms = kBatchMs});
+  testing::WriteSimModel(dir, {.name = "drain", .batch_sizes = "1, 4", .max_queue_size = 64, .base_ms = 1000});
   return dir.string();
 }
 

@@ -17,6 +17,7 @@
 #include "server/bearer_auth.h"
 #include "server/infer_parameters.h"
 #include "server/input_validation.h"
+#include "tests/server/model_yaml.h"
 
 namespace sluice {
 namespace {
@@ -159,26 +160,6 @@ TEST(InferParametersTest, ParameterTextWritesEachTypeAsItWouldBeTyped) {
 // ---------------------------------------------------------------------------------------------------------------
 // ValidateInputs / SelectOutputs
 
-constexpr char kTaggerYaml[] = R"(name: tagger
-kind: text
-inputs:
-  - {name: tokens, dtype: INT64, shape: [-1], range: [0, 999]}
-  - {name: features, dtype: FP32, shape: [-1, 3]}
-outputs:
-  - {name: logits, dtype: FP32, shape: [-1, 5]}
-  - {name: score, dtype: INT64, shape: [2]}
-buckets: {lengths: [4, 8], batch_sizes: [1, 2, 4]}
-instances: [{device: cpu}]
-)";
-
-ModelConfig ParseModel(const std::string& yaml) {
-  absl::StatusOr<YamlNode> root = YamlNode::LoadString(yaml, "test.yaml");
-  EXPECT_TRUE(root.ok()) << root.status();
-  absl::StatusOr<ModelConfig> model = ParseModelConfig(*root, "");
-  EXPECT_TRUE(model.ok()) << model.status();
-  return *model;
-}
-
 // Wire tensors whose bytes live in the builder (as a codec's storage would hold them).
 // Moved, never copied: a copy's views would still point into the original's storage.
 class WireRequest {
@@ -231,7 +212,7 @@ class InputValidationTest : public ::testing::Test {
     return ValidateInputs(model_, request.tensors()).status();
   }
 
-  ModelConfig model_ = ParseModel(kTaggerYaml);
+  ModelConfig model_ = testing::TaggerModel();
 };
 
 TEST_F(InputValidationTest, AValidRequestIsSplitIntoRowsOfItsLength) {
@@ -289,7 +270,7 @@ TEST_F(InputValidationTest, TokenIdsOutsideTheDeclaredRangeAreRefusedNamingEleme
 }
 
 TEST_F(InputValidationTest, Int32TokenIdsAreCheckedAgainstTheirRangeToo) {
-  ModelConfig model = ParseModel(R"(name: ids32
+  ModelConfig model = testing::ParseModelYaml(R"(name: ids32
 kind: text
 inputs: [{name: ids, dtype: INT32, shape: [-1], range: [1, 50]}]
 outputs: [{name: out, dtype: FP32, shape: [-1]}]

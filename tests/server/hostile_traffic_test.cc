@@ -25,6 +25,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "tests/server/metrics_samples.h"
 #include "tests/server/server_process.h"
+#include "tests/server/sim_models.h"
 
 namespace sluice {
 namespace {
@@ -37,49 +38,15 @@ using std::chrono::milliseconds;
 // ---------------------------------------------------------------------------------------------------------------
 // Models and servers.
 
-std::filesystem::path RepositoryPath() {
-  return std::filesystem::temp_directory_path() / ("sluice_hostile_repo_" + std::to_string(::getpid()));
-}
-
-// The sim repository is written once per process and removed when the process's tests end.
-class RemoveRepositoryAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(RepositoryPath(), ignored);
-  }
-};
-::testing::Environment* const kRemoveRepository = ::testing::AddGlobalTestEnvironment(new RemoveRepositoryAtExit);
-
-void WriteSimModel(const std::filesystem::path& repository, const std::string& name, int base_ms,
-                   int max_queue_size) {
-  std::filesystem::create_directories(repository / name);
-  std::ofstream(repository / name / "config.yaml")
-      << "name: " << name << "\nkind: generic\n"
-      << "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
-      << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
-      << "buckets: {lengths: [16], batch_sizes: [1]}\n"
-      << "batching: {max_queue_delay_ms: 0, max_queue_size: " << max_queue_size << "}\n"
-      << "instances: [{count: 1, device: sim}]\n"
-      << "sim: {base_ms: " << base_ms << ", per_sample_us: 0}\n";
-}
-
 // <tmp>/sluice_hostile_repo_<pid>/: `echo` (instant) and `slow` (one instance, batch size 1, 200 ms per batch, a
 // queue of 8).
-const std::string& SimRepository() {
-  static const std::string* dir = [] {
-    const auto path = RepositoryPath();
-    std::filesystem::remove_all(path);
-    WriteSimModel(path, "echo", 0, 64);
-    WriteSimModel(path, "slow", 200, 8);
-    return new std::string(path.string());
-  }();
-  return *dir;
-}
+testing::SimRepository& kRepository =
+    testing::AddSimRepository("sluice_hostile_repo", {{.name = "echo", .max_queue_size = 64},
+                                                      {.name = "slow", .max_queue_size = 8, .base_ms = 200}});
 
 testing::ServerProcess::Options SimServer(const std::string& http_settings = "") {
   testing::ServerProcess::Options options;
-  options.source_repository = SimRepository();
+  options.source_repository = kRepository.path();
   options.http_settings = http_settings;
   return options;
 }

@@ -16,7 +16,9 @@
 #include "server/model_hub.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"
+#include "tests/scheduler/holdable_backend.h"
 #include "tests/server/metrics_samples.h"
+#include "tests/server/model_yaml.h"
 
 namespace sluice {
 namespace {
@@ -36,18 +38,12 @@ batching: {max_queue_delay_ms: 1000, max_queue_size: 3, priority_levels: 3, defa
 instances: [{device: cpu}]
 )";
 
-ModelConfig EchoModel() {
-  absl::StatusOr<YamlNode> root = YamlNode::LoadString(kEchoYaml, "test.yaml");
-  EXPECT_TRUE(root.ok()) << root.status();
-  absl::StatusOr<ModelConfig> model = ParseModelConfig(*root, "");
-  EXPECT_TRUE(model.ok()) << model.status();
-  return *model;
-}
+ModelConfig EchoModel() { return testing::ParseModelYaml(kEchoYaml); }
 
 // Answers each row with its first token and its tokens doubled. Hold() keeps the next batch inside Execute until
 // Release(). Its warm-up figures make one row the most efficient batch size, so the batcher runs every row on its
 // own the moment the instance is free: with the instance held, the first row runs and the rest stay queued.
-class EchoBackend final : public Backend {
+class EchoBackend final : public testing::HoldableBackend {
  public:
   explicit EchoBackend(const ModelConfig& model) {
     for (int64_t length : model.buckets.lengths) {
@@ -63,7 +59,7 @@ class EchoBackend final : public Backend {
       for (int b = 0; b < static_cast<int>(batch.row_lengths.size()); ++b) started_rows_.push_back(in[b * batch.length]);
       ++batches_;
       cv_.SignalAll();
-      while (held_) cv_.Wait(&mu_);
+      WaitWhileHeld();
     }
     BatchResult result;
     HostTensor first = HostTensor::Zeros(DataType::kInt64, {batch.batch_size, 1});
@@ -82,15 +78,6 @@ class EchoBackend final : public Backend {
   const std::vector<BucketLoadStats>& load_stats() const override { return load_stats_; }
   std::string Describe() const override { return "echo"; }
 
-  void Hold() {
-    MutexLock lock(&mu_);
-    held_ = true;
-  }
-  void Release() {
-    MutexLock lock(&mu_);
-    held_ = false;
-    cv_.SignalAll();
-  }
   // Waits (real time, bounded) until `n` batches have entered Execute.
   bool WaitForBatches(int n) {
     const absl::Time give_up = absl::Now() + absl::Seconds(5);
@@ -110,9 +97,7 @@ class EchoBackend final : public Backend {
 
  private:
   std::vector<BucketLoadStats> load_stats_;
-  Mutex mu_;
-  CondVar cv_;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  CondVar cv_;  // signalled as each batch enters Execute
   int batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> started_rows_ ABSL_GUARDED_BY(mu_);
 };

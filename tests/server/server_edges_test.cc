@@ -19,6 +19,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "tests/server/server_process.h"
+#include "tests/server/sim_models.h"
 
 namespace sluice {
 namespace {
@@ -32,47 +33,16 @@ using Clock = std::chrono::steady_clock;
 // ---------------------------------------------------------------------------------------------------------------
 // Models and servers.
 
-std::filesystem::path RepositoryPath() {
-  return std::filesystem::temp_directory_path() / ("sluice_edges_repo_" + std::to_string(::getpid()));
-}
-
-// The sim repository is written once per process and removed when the process's tests end.
-class RemoveRepositoryAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(RepositoryPath(), ignored);
-  }
-};
-::testing::Environment* const kRemoveRepository = ::testing::AddGlobalTestEnvironment(new RemoveRepositoryAtExit);
-
-void WriteModel(const std::filesystem::path& repository, const std::string& name, const std::string& input) {
-  std::filesystem::create_directories(repository / name);
-  std::ofstream(repository / name / "config.yaml")
-      << "name: " << name << "\nkind: generic\n"
-      << "inputs:\n  - " << input << "\n"
-      << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
-      << "buckets: {lengths: [8], batch_sizes: [1, 2]}\n"
-      << "batching: {max_queue_delay_ms: 0, max_queue_size: 64}\n"
-      << "instances: [{count: 1, device: sim}]\n"
-      << "sim: {base_ms: 0, per_sample_us: 0}\n";
-}
-
 // <tmp>/sluice_edges_repo_<pid>/: `echo` (an FP32 input x) and `tokens` (an INT64 input ids, range [0, 999]).
-const std::string& SimRepository() {
-  static const std::string* dir = [] {
-    const auto path = RepositoryPath();
-    std::filesystem::remove_all(path);
-    WriteModel(path, "echo", "{name: x, dtype: FP32, shape: [-1]}");
-    WriteModel(path, "tokens", "{name: ids, dtype: INT64, shape: [-1], range: [0, 999]}");
-    return new std::string(path.string());
-  }();
-  return *dir;
-}
+testing::SimRepository& kRepository = testing::AddSimRepository(
+    "sluice_edges_repo",
+    {{.name = "echo", .length = 8, .batch_sizes = "1, 2"},
+     {.name = "tokens", .input = "{name: ids, dtype: INT64, shape: [-1], range: [0, 999]}", .length = 8,
+      .batch_sizes = "1, 2"}});
 
 testing::ServerProcess::Options SimServer(const std::string& extra_yaml = "") {
   testing::ServerProcess::Options options;
-  options.source_repository = SimRepository();
+  options.source_repository = kRepository.path();
   options.extra_yaml = extra_yaml;
   options.start_timeout = std::chrono::seconds(60);
   return options;
@@ -508,12 +478,7 @@ TEST(LoadingTest, ListensAtOnceAndAnswersNotReadyUntilTheModelsAreLoaded) {
     if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_GE(fd, 0) << "the server never opened the model's config.yaml\n" << server.Log();
-  std::ostringstream config;
-  config << "name: late\nkind: generic\ninputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
-         << "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\nbuckets: {lengths: [8], batch_sizes: [1]}\n"
-         << "batching: {max_queue_delay_ms: 0, max_queue_size: 8}\ninstances: [{count: 1, device: sim}]\n"
-         << "sim: {base_ms: 0, per_sample_us: 0}\n";
-  const std::string text = config.str();
+  const std::string text = testing::SimModelConfig({.name = "late", .length = 8, .max_queue_size = 8});
   ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   ::close(fd);
   ASSERT_TRUE(server.WaitForReady(std::chrono::seconds(20))) << server.Log();
