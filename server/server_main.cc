@@ -4,7 +4,10 @@
 // Thread roles: the main thread loads, then waits for a signal and runs the drain.
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
+#include <future>
+#include <thread>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -55,6 +58,24 @@ void Announce(const ServerConfig& config, Server& server, const char* state, con
   std::fflush(stdout);
 }
 
+// Loads the models on a helper thread while this one keeps taking signals: a SIGTERM during a long load (an
+// orchestrator giving up on a pod) exits at once with 0 — nothing was accepted yet, so nothing is lost.
+absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
+  std::promise<absl::Status> loaded;
+  std::future<absl::Status> done = loaded.get_future();
+  std::thread([&server, &loaded] { loaded.set_value(server.LoadModels()); }).detach();
+  const timespec poll = {0, 100 * 1000 * 1000};
+  while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    const int signal_number = sigtimedwait(&signals, nullptr, &poll);
+    if (signal_number > 0) {
+      spdlog::info("{} while loading models: nothing accepted yet; exiting 0", strsignal(signal_number));
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }
+  }
+  return done.get();
+}
+
 int WaitAndDrain(const ServerConfig& config, Server& server, sigset_t signals) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -103,7 +124,7 @@ int Run(int argc, char** argv) {
     spdlog::info("cost metrics: {} $/h for {} accelerator(s) ({})", config->cost->hourly_usd,
                  config->cost->accelerators, config->cost->source);
   }
-  if (absl::Status loaded = (*server)->LoadModels(); !loaded.ok()) {
+  if (absl::Status loaded = LoadOrStop(**server, signals); !loaded.ok()) {
     spdlog::critical("{}", std::string(loaded.message()));
     return 1;
   }

@@ -503,5 +503,28 @@ TEST(LoadingTest, ListensAtOnceAndAnswersNotReadyUntilTheModelsAreLoaded) {
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(repository, ignored);
 }
 
+TEST(LoadingTest, SigtermWhileLoadingExitsAtOnceWithZero) {
+  const auto repository =
+      std::filesystem::temp_directory_path() / ("sluice_edges_sigterm_repo_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(repository);
+  std::filesystem::create_directories(repository / "late");
+  const std::string fifo = (repository / "late" / "config.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);  // never written: loading never ends
+
+  testing::ServerProcess::Options options;
+  options.source_repository = repository.string();
+  options.return_when_listening = true;
+  options.start_timeout = std::chrono::seconds(20);
+  testing::ServerProcess server(options);
+  ASSERT_TRUE(server.ready()) << server.Log();
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(5)), 0) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("while loading models"));
+  EXPECT_THAT(server.Log(), Not(HasSubstr("sluice-server READY")));
+
+  std::error_code ignored;
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(repository, ignored);
+}
+
 }  // namespace
 }  // namespace sluice
