@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<LengthProfile>> LengthProfile::Create(const std::
     if (!in) return absl::NotFoundError(absl::StrCat("length profile '", spec, "': cannot open '", args, "'"));
     std::string line;
     for (int line_no = 1; std::getline(in, line); ++line_no) {
-      absl::string_view body = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+      const std::string content = line.substr(0, line.find('#'));  // outlives `body`, a view into it
+      absl::string_view body = absl::StripAsciiWhitespace(content);
       if (body.empty()) continue;
       absl::StatusOr<double> n = ParseLength(std::string(body), sample_rate);
       if (!n.ok()) return absl::InvalidArgumentError(absl::StrCat(args, ":", line_no, ": ", n.status().message()));

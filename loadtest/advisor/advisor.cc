@@ -1,0 +1,144 @@
+#include "loadtest/advisor/advisor.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "loadtest/advisor/bucket_dp.h"
+#include "loadtest/advisor/observed_lengths.h"
+
+namespace sluice::advisor {
+
+std::string Advice::ConfigLine() const {
+  std::string line = absl::StrCat("buckets: {lengths: [", absl::StrJoin(bucket_lengths, ", "), "]");
+  if (!input.batch_sizes.empty()) absl::StrAppend(&line, ", batch_sizes: [", absl::StrJoin(input.batch_sizes, ", "), "]");
+  return line + "}";
+}
+
+PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket_lengths,
+                     const std::vector<int64_t>& sorted_lengths, const CostModel& cost, int batch_size,
+                     int graphs_per_length) {
+  PlanRow row;
+  row.name = name;
+  row.lengths = bucket_lengths;
+  row.graphs = static_cast<int>(bucket_lengths.size()) * graphs_per_length;
+  for (int64_t l : bucket_lengths) row.buckets.push_back({l, 0, 0});
+  double seconds = 0;
+  // Both sorted: walk the buckets along the lengths.
+  size_t b = 0;
+  for (int64_t l : sorted_lengths) {
+    while (b < bucket_lengths.size() && bucket_lengths[b] < l) ++b;
+    if (b == bucket_lengths.size()) {
+      ++row.refused;
+      continue;
+    }
+    BucketFill& fill = row.buckets[b];
+    ++fill.requests;
+    fill.real_steps += static_cast<double>(l);
+    ++row.requests;
+    row.real_steps += static_cast<double>(l);
+    row.padded_steps += static_cast<double>(fill.length);
+  }
+  for (const BucketFill& fill : row.buckets) {
+    seconds += static_cast<double>(fill.requests) * cost.RequestSeconds(batch_size, fill.length);
+  }
+  row.seconds_per_request = row.requests > 0 ? seconds / static_cast<double>(row.requests) : 0;
+  return row;
+}
+
+std::vector<int64_t> PowersOfTwo(int64_t max_length, int count, int64_t unit) {
+  int64_t top = unit;
+  while (top < max_length) top *= 2;
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < count && top >= unit && top % unit == 0; ++i, top /= 2) lengths.push_back(top);
+  std::reverse(lengths.begin(), lengths.end());
+  return lengths;
+}
+
+absl::StatusOr<Advice> Advise(AdvisorInput input) {
+  if (input.lengths.empty()) return absl::InvalidArgumentError("no observed lengths");
+  if (input.batch_size < 1 || input.max_buckets < 1 || input.multiple_of < 1 || input.max_candidates < 1) {
+    return absl::InvalidArgumentError("batch size, max buckets, multiple-of and max candidates must be >= 1");
+  }
+  std::vector<int64_t> sorted = std::move(input.lengths);
+  input.lengths.clear();
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 1) return absl::InvalidArgumentError("lengths must be positive");
+  int64_t clipped = 0;
+  if (input.clip_to > 0) {
+    for (int64_t& l : sorted) {
+      if (l > input.clip_to) {
+        l = input.clip_to;
+        ++clipped;
+      }
+    }
+  }
+
+  Advice advice;
+  advice.requests = static_cast<int64_t>(sorted.size());
+  advice.max_length = sorted.back();
+  const Candidates candidates = BuildCandidates(sorted, input.multiple_of, input.max_candidates);
+  advice.distinct_lengths = candidates.distinct_lengths;
+  advice.candidates = static_cast<int64_t>(candidates.lengths.size());
+  advice.candidates_merged = candidates.merged;
+
+  BucketProblem problem;
+  problem.requests = candidates.requests;
+  for (int64_t l : candidates.lengths) problem.cost_per_request.push_back(input.cost.RequestSeconds(input.batch_size, l));
+  problem.max_buckets = input.max_buckets;
+  problem.per_bucket_penalty = input.per_bucket_penalty * static_cast<double>(advice.requests);
+  absl::StatusOr<BucketSolution> solution = SolveBuckets(problem);
+  if (!solution.ok()) return solution.status();
+  for (size_t i : solution->chosen) advice.bucket_lengths.push_back(candidates.lengths[i]);
+
+  if (clipped > 0) {
+    advice.notes.push_back(absl::StrFormat("%d of %d lengths were longer than %d and count as %d (--max-length)",
+                                           clipped, advice.requests, input.clip_to, input.clip_to));
+  }
+  if (candidates.merged) {
+    advice.notes.push_back(absl::StrFormat(
+        "%d distinct lengths merged into %d quantile candidates (--max-candidates): the optimum is exact over "
+        "those candidates, not over every length",
+        candidates.distinct_lengths, candidates.lengths.size()));
+  }
+  if (!NondecreasingUpTo(input.cost, input.batch_size, candidates.lengths.back())) {
+    advice.notes.push_back(absl::StrCat("the cost model (", input.cost.ToString(),
+                                        ") is not positive and increasing over the observed lengths: the advice "
+                                        "follows it, but check the timings"));
+  }
+  for (int64_t& c : input.current) {
+    if (c < 1) return absl::InvalidArgumentError("current bucket lengths must be positive");
+  }
+  std::sort(input.current.begin(), input.current.end());
+  input.current.erase(std::unique(input.current.begin(), input.current.end()), input.current.end());
+
+  const int per_length = input.batch_sizes.empty() ? 1 : static_cast<int>(input.batch_sizes.size());
+  const auto evaluate = [&](const std::string& name, const std::vector<int64_t>& lengths) {
+    return EvaluatePlan(name, lengths, sorted, input.cost, input.batch_size, per_length);
+  };
+  advice.plans.push_back(evaluate("advised", advice.bucket_lengths));
+  if (!input.current.empty()) {
+    advice.plans.push_back(evaluate("current", input.current));
+    if (advice.plans.back().refused > 0) {
+      advice.notes.push_back(absl::StrFormat(
+          "current: %d of %d requests (%.1f %%) are longer than its largest bucket %d and would be refused; its "
+          "figures cover the rest only",
+          advice.plans.back().refused, advice.requests, 100.0 * advice.plans.back().refused / advice.requests,
+          input.current.back()));
+    }
+  }
+  const int64_t unit = input.pow2_unit > 0 ? input.pow2_unit : input.multiple_of;
+  const int count = static_cast<int>(advice.bucket_lengths.size());
+  advice.plans.push_back(evaluate(unit == 1 ? "powers of two" : absl::StrCat("powers of two x", unit),
+                                  PowersOfTwo(advice.max_length, count, unit)));
+  if (static_cast<int>(advice.plans.back().lengths.size()) < count) {
+    advice.notes.push_back(absl::StrCat("powers of two: only ", advice.plans.back().lengths.size(),
+                                        " lengths fit between the unit ", unit, " and the largest"));
+  }
+  advice.plans.push_back(evaluate("pad-to-max", {candidates.lengths.back()}));  // the max, rounded up
+  advice.input = std::move(input);
+  return advice;
+}
+
+}  // namespace sluice::advisor
