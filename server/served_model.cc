@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Create(const ServedMod
     std::vector<const Backend*> instances(options.instances.begin(), options.instances.end());
     const ServingState* state = options.state;
     model->metrics_ = options.metrics->AddModel(*options.config, instances, model->scheduler_.get(),
-                                                [state] { return state->ready(); });
+                                                [state] { return state->ready(); }, *options.clock);
   }
   return model;
 }
@@ -44,6 +44,7 @@ InferHandle ServedModel::Infer(absl::StatusOr<InferCall> call, InferCompletion d
     done(pending.status());
     return InferHandle();
   }
+  if (metrics_ != nullptr) metrics_->RecordArrival(validated.rows, validated.length);
   (*pending)->SubmitRows(std::move(validated.row_inputs), validated.length);
   return InferHandle(*std::move(pending));
 }

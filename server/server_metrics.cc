@@ -1,6 +1,8 @@
 #include "server/server_metrics.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
@@ -22,6 +24,20 @@ std::vector<double> AsBoundaries(const std::vector<T>& values) {
 }
 
 }  // namespace
+
+std::vector<double> RequestLengthBoundaries(const std::vector<int64_t>& compiled_lengths) {
+  constexpr double kRatio = 1.05;
+  constexpr int kMaxGeometric = 200;
+  if (compiled_lengths.empty()) return {};
+  const double largest = static_cast<double>(compiled_lengths.back());
+  const double ratio = std::max(kRatio, std::pow(largest, 1.0 / (kMaxGeometric - 1)));
+  std::set<int64_t> boundaries(compiled_lengths.begin(), compiled_lengths.end());
+  int k = 0;
+  for (double x = 1; x < largest && k < kMaxGeometric; x *= ratio, ++k) {
+    boundaries.insert(static_cast<int64_t>(std::ceil(x - 1e-9)));
+  }
+  return std::vector<double>(boundaries.begin(), boundaries.end());
+}
 
 const char* OutcomeName(RequestOutcome outcome) {
   static constexpr const char* kNames[kNumOutcomes] = {"ok",       "invalid",   "rejected",
@@ -47,16 +63,20 @@ RequestOutcome OutcomeFor(const absl::Status& status) {
 void ModelMetrics::RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length) {
   const RequestOutcome outcome = OutcomeFor(status);
   requests_[static_cast<int>(outcome)]->Increment();
-  // Refused before queueing (length 0 here, or invalid input): counted, but no latency or length to record.
+  // Refused before queueing (length 0 here, or invalid input): counted, but no latency to record.
   if (outcome == RequestOutcome::kInvalid || length <= 0) return;
   latency_->Observe(absl::ToDoubleSeconds(latency));
-  input_length_->Observe(static_cast<double>(length));
   if (outcome != RequestOutcome::kOk) return;
   inferences_->Increment(static_cast<double>(rows));
   ok_samples_->Increment(static_cast<double>(rows * length));
   if (config_->kind == ModelKind::kSpeech) {
     audio_seconds_->Increment(static_cast<double>(rows * length) / *config_->inputs.front().sample_rate);
   }
+}
+
+void ModelMetrics::RecordArrival(int64_t rows, int64_t length) {
+  request_length_->Observe(static_cast<double>(length));
+  capacity_->RecordArrival(rows, length);
 }
 
 void ModelMetrics::RecordRow(const InferResponse& response) {
@@ -73,6 +93,7 @@ void ModelMetrics::RecordBatch(const BatchReport& report) {
   real_samples_->Increment(static_cast<double>(report.real_steps));
   computed_samples_->Increment(static_cast<double>(report.batch_size) * static_cast<double>(report.bucket_length));
   busy_seconds_[report.instance]->Increment(compute);
+  if (report.ok) capacity_->RecordBatch(report.bucket_length, report.batch_size, report.compute);
 }
 
 void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMeter* cost) {
@@ -86,6 +107,9 @@ void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMet
   }
   const double computed = computed_samples_->Value();
   padding_efficiency_->Set(computed > 0 ? real_samples_->Value() / computed : 0);
+  const CapacityEstimate capacity = capacity_->Estimate();
+  capacity_utilization_->Set(capacity.utilization);
+  capacity_max_rps_->Set(capacity.max_requests_per_second);
   if (cost == nullptr) return;
   const double dollars = cost->DollarsSoFar(accelerators_held_, now);
   cost_usd_->Set(dollars);
@@ -131,9 +155,10 @@ void ModelMetrics::AddRequestHistograms(prometheus::Registry& r) {
                      .Register(r).Add(model, kSecondsBuckets);
   batch_size_ = &BuildHistogram().Name("sluice_batch_size").Help("Compiled batch size of each executed batch")
                      .Register(r).Add(model, AsBoundaries(config_->buckets.batch_sizes));
-  input_length_ = &BuildHistogram().Name("sluice_request_input_length")
-                       .Help("Real input length of each request (samples or tokens); buckets = compiled lengths")
-                       .Register(r).Add(model, AsBoundaries(config_->buckets.lengths));
+  request_length_ = &BuildHistogram().Name("sluice_request_length")
+                         .Help("Real length of each request offered to the scheduler, in the model's steps (samples "
+                               "or tokens); boundaries ~5 % apart from 1 to the largest bucket, and every bucket")
+                         .Register(r).Add(model, RequestLengthBoundaries(config_->buckets.lengths));
 }
 
 void ModelMetrics::AddBucketSeries(prometheus::Registry& r) {
@@ -187,6 +212,25 @@ void ModelMetrics::AddStateGauges(prometheus::Registry& r) {
                              .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);
 }
 
+void ModelMetrics::AddCapacityGauges(prometheus::Registry& r, const std::vector<const Backend*>& instances,
+                                     const Clock& clock) {
+  const prometheus::Labels model = Labels();
+  CapacityEstimatorOptions options;
+  options.buckets = config_->buckets;
+  options.instances = static_cast<int>(instances.size());
+  options.warmup_seconds = CapacityEstimator::WarmupSeconds(*config_, instances);
+  options.clock = &clock;
+  capacity_ = std::make_unique<CapacityEstimator>(std::move(options));
+  capacity_utilization_ = &BuildGauge().Name("sluice_capacity_utilization")
+                               .Help("Share of the instances' time the last 60 s of arrivals need when batched as "
+                                     "under full load (arrivals/s / sluice_capacity_max_requests_per_second)")
+                               .Register(r).Add(model);
+  capacity_max_rps_ = &BuildGauge().Name("sluice_capacity_max_requests_per_second")
+                           .Help("Predicted saturation throughput for the last 60 s's length mix: instances / "
+                                 "sum over buckets of share x compute per row at the most efficient batch size")
+                           .Register(r).Add(model);
+}
+
 void ModelMetrics::AddCostGauges(prometheus::Registry& r) {
   const prometheus::Labels model = Labels();
   cost_usd_ = &BuildGauge().Name("sluice_cost_usd").Help("USD spent so far on the accelerators this model holds")
@@ -229,7 +273,8 @@ void SetBucketLoadGauges(prometheus::Registry& r, const ModelConfig& config,
 }  // namespace
 
 ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
-                                      const Scheduler* scheduler, std::function<bool()> ready) {
+                                      const Scheduler* scheduler, std::function<bool()> ready,
+                                      const Clock& clock) {
   auto m = std::unique_ptr<ModelMetrics>(new ModelMetrics());
   m->config_ = &config;
   m->scheduler_ = scheduler;
@@ -242,6 +287,7 @@ ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vect
   m->AddCounters(r);
   m->AddInstanceSeries(r, instances.size());
   m->AddStateGauges(r);
+  m->AddCapacityGauges(r, instances, clock);
   SetBucketLoadGauges(r, config, instances);
   if (cost_) m->AddCostGauges(r);
   models_.push_back(std::move(m));

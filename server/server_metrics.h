@@ -3,11 +3,14 @@
 // `instance`. Histograms (not summaries) so that replicas aggregate. Cost gauges appear when the server config
 // has `cost:`; their definitions are in backend/base/cost.h and README "Cost metrics".
 //
-// Recording paths: ModelMetrics::RecordRequest once per client request (its outcome), RecordRow once per row
-// that ran, RecordBatch from the scheduler's BatchObserver. Gauges that mirror live state (queue depth,
-// in-flight, readiness, busy ratio, padding efficiency, cost, process) are computed at Render().
-// Thread-safety: every method is safe from any thread (prometheus-cpp metrics are thread-safe). No mutex here:
-// the fields that are not metrics are set before serving (AddModel, AttachScheduler) and only read after.
+// Recording paths: ModelMetrics::RecordArrival once per validated request offered to the scheduler (its length:
+// sluice_request_length, and the capacity estimator's arrival mix), RecordRequest once per client request (its
+// outcome), RecordRow once per row that ran, RecordBatch from the scheduler's BatchObserver (instance threads).
+// Gauges that mirror live state (queue depth, in-flight, readiness, busy ratio, padding efficiency, capacity,
+// cost, process) are computed at Render().
+// Thread-safety: every method is safe from any thread (prometheus-cpp metrics are thread-safe; each model's
+// CapacityEstimator has its own mutex, a leaf). No mutex here: the fields that are not metrics are set before
+// serving (AddModel) and only read after.
 #pragma once
 
 #include <functional>
@@ -23,8 +26,10 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "scheduler/clock.h"
 #include "scheduler/scheduler.h"
 #include "backend/base/cost.h"
+#include "server/capacity_estimator.h"
 
 namespace sluice {
 
@@ -34,6 +39,13 @@ const char* OutcomeName(RequestOutcome outcome);
 // ok / invalid (bad input, unknown version) / rejected (queue full, draining) / timeout / cancelled / backend_error.
 RequestOutcome OutcomeFor(const absl::Status& status);
 
+// sluice_request_length's boundaries for a model (integer lengths in its steps): ceil(r^k) for k = 0, 1, ... below
+// the largest compiled length, r = max(1.05, largest^(1/199)) (5 % apart, wider only when 200 would not reach
+// the largest length: 6.5 % for 256000 samples), every compiled length added, duplicates dropped. So at most
+// 200 + (compiled lengths) boundaries; every length up to 20 has its own; each compiled length is a boundary
+// (le="<bucket>" counts exactly the requests that fit that bucket).
+std::vector<double> RequestLengthBoundaries(const std::vector<int64_t>& compiled_lengths);
+
 class ServerMetrics;
 
 class ModelMetrics {
@@ -41,6 +53,9 @@ class ModelMetrics {
   // One client request (all its rows) has been answered. `length` is its real length along the variable axis;
   // 0 for a request refused before it was queued (only its outcome is counted).
   void RecordRequest(const absl::Status& status, absl::Duration latency, int64_t rows, int64_t length);
+  // A validated request of `rows` rows and real length `length` is offered to the scheduler (before Enqueue, so
+  // a refusal for a full queue still counts as demand).
+  void RecordArrival(int64_t rows, int64_t length);
   // A row that was queued has been answered (its queue wait).
   void RecordRow(const InferResponse& response);
   void RecordBatch(const BatchReport& report);
@@ -59,6 +74,8 @@ class ModelMetrics {
   void AddCounters(prometheus::Registry& r);
   void AddInstanceSeries(prometheus::Registry& r, size_t instances);
   void AddStateGauges(prometheus::Registry& r);
+  void AddCapacityGauges(prometheus::Registry& r, const std::vector<const Backend*>& instances,
+                         const Clock& clock);
   void AddCostGauges(prometheus::Registry& r);
 
   const ModelConfig* config_ = nullptr;
@@ -70,7 +87,7 @@ class ModelMetrics {
   prometheus::Histogram* latency_ = nullptr;
   prometheus::Histogram* queue_wait_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
-  prometheus::Histogram* input_length_ = nullptr;
+  prometheus::Histogram* request_length_ = nullptr;
   std::vector<prometheus::Histogram*> compute_by_bucket_;
   std::vector<prometheus::Counter*> batches_by_bucket_;
   prometheus::Counter* requests_[kNumOutcomes] = {};
@@ -85,6 +102,9 @@ class ModelMetrics {
   prometheus::Gauge* in_flight_ = nullptr;
   prometheus::Gauge* model_ready_ = nullptr;
   prometheus::Gauge* padding_efficiency_ = nullptr;
+  std::unique_ptr<CapacityEstimator> capacity_;
+  prometheus::Gauge* capacity_utilization_ = nullptr;
+  prometheus::Gauge* capacity_max_rps_ = nullptr;
   prometheus::Gauge* cost_usd_ = nullptr;
   prometheus::Gauge* audio_seconds_per_dollar_ = nullptr;
   prometheus::Gauge* dollars_per_1k_ = nullptr;
@@ -98,11 +118,12 @@ class ServerMetrics {
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // REQUIRES: before serving. `config`, `instances` and `scheduler` must outlive this object; `instances` give
-  // the per-bucket load/warm times; the scheduler's queue depth and in-flight count become gauges; `ready` tells
-  // whether the model serves.
+  // REQUIRES: before serving. `config`, `instances`, `scheduler` and `clock` must outlive this object;
+  // `instances` give the per-bucket load/warm times (and the capacity estimate's first costs); the scheduler's
+  // queue depth and in-flight count become gauges; `ready` tells whether the model serves; `clock` times the
+  // capacity estimate's arrival window (the scheduler's clock).
   ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
-                         const Scheduler* scheduler, std::function<bool()> ready);
+                         const Scheduler* scheduler, std::function<bool()> ready, const Clock& clock);
 
   // The text exposition format, gauges refreshed as of `now`.
   std::string Render(absl::Time now);

@@ -1,17 +1,22 @@
 // /metrics end to end: a real sluice-server on a sim-backed speech model, a known set of HTTP requests, then
-// the scrape is checked to the exact count and sum, and promtool (Debian's prometheus) checks the format.
+// the scrape is checked to the exact count and sum, and promtool (Debian's prometheus) checks the format. And the
+// capacity gauges after a closed-loop load on a sim model whose every batch takes a fixed time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "tests/server/metrics_samples.h"
 #include "tests/server/server_process.h"
+#include "tests/server/sim_models.h"
 
 namespace sluice {
 namespace {
@@ -70,7 +75,11 @@ TEST(MetricsEndToEndTest, ScrapeCountsExactlyWhatWasServedAndPassesPromtool) {
   EXPECT_EQ(s["sluice_batch_executions_total{bucket=\"100\"," + m + "}"], 2);
   EXPECT_EQ(s["sluice_batch_executions_total{bucket=\"200\"," + m + "}"], 1);
   EXPECT_EQ(s["sluice_request_latency_seconds_count{" + m + "}"], 3);
-  EXPECT_EQ(s["sluice_request_input_length_bucket{" + m + ",le=\"100\"}"], 2);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"100\"}"], 2);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"50\"}"], 1);  // boundaries ~5 % apart: ..., 50, 53, ...
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"77\"}"], 1);  // ..., 77, 81, ...
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"81\"}"], 2);
+  EXPECT_EQ(s["sluice_request_length_count{" + m + "}"], 3);  // the invalid one never reached the scheduler
   EXPECT_EQ(s["sluice_model_ready{" + m + "}"], 1);
   // Cost: the model holds 1 of 2 accelerators at 3.6 $/h; the derived gauges come from the same render.
   const double cost = s["sluice_cost_usd{" + m + "}"];
@@ -89,6 +98,68 @@ TEST(MetricsEndToEndTest, ScrapeCountsExactlyWhatWasServedAndPassesPromtool) {
   for (char buf[256]; std::fgets(buf, sizeof(buf), pipe);) output += buf;
   const int rc = ::pclose(pipe);
   EXPECT_EQ(rc, 0) << "promtool (Debian package prometheus, see deploy/install-deps.sh) said: " << output;
+}
+
+// One bucket of 16 steps, batch sizes 1 and 4, every batch 20 ms whatever its size (accelerator-like): under full
+// load batches of 4, so 5 ms of the one instance per request and 200 requests/s at saturation.
+constexpr int kFixedBatchMs = 20;
+constexpr double kSecondsPerRequest = kFixedBatchMs / 1000.0 / 4;
+
+std::string WriteFixedCostRepository() {
+  const auto repo = std::filesystem::temp_directory_path() / ("sluice_capacity_repo_" + std::to_string(::getpid()));
+  testing::WriteSimModel(repo, {.name = "fixed", .batch_sizes = "1, 4", .base_ms = kFixedBatchMs});
+  return repo.string();
+}
+
+std::string XJson(int64_t steps) {
+  std::string data;
+  for (int64_t i = 0; i < steps; ++i) data += (i ? ",0.5" : "0.5");
+  return R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,)" + std::to_string(steps) + R"(],"data":[)" +
+         data + "]}]}";
+}
+
+TEST(MetricsEndToEndTest, CapacityGaugesFollowTheFixedBatchTimeAfterAClosedLoopLoad) {
+  const auto launched = std::chrono::steady_clock::now();
+  testing::ServerProcess server("", {}, WriteFixedCostRepository());
+  ASSERT_TRUE(server.ready()) << server.Log();
+  const auto ready = std::chrono::steady_clock::now();
+  // Two clients in a closed loop for 3 s: batches of 1-2 real rows, the instance nearly always busy, but the
+  // load is well under the 200 requests/s that full batches of 4 would serve.
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  const auto until = ready + std::chrono::seconds(3);
+  for (int c = 0; c < 2; ++c) {
+    clients.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", server.http_port());
+      for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        auto res = client.Post("/v2/models/fixed/infer", XJson(8 + (c + i) % 9), "application/json");
+        if (res && res->status == 200) ++ok;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  httplib::Client client("127.0.0.1", server.http_port());
+  auto scrape = client.Get("/metrics");
+  const auto scraped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(scrape);
+  auto s = testing::ParseSamples(scrape->body);
+  const std::string m = "model=\"fixed\"";
+  ASSERT_GT(ok.load(), 20);
+  EXPECT_EQ(s["sluice_request_length_count{" + m + "}"], ok.load());
+
+  // Saturation: 1 instance / 5 ms per request = 200/s (measured batches are a little over 20 ms: sleep overshoot).
+  EXPECT_NEAR(s["sluice_capacity_max_requests_per_second{" + m + "}"], 1 / kSecondsPerRequest,
+              0.15 / kSecondsPerRequest);
+  // Utilization: the requests' 5 ms each over the window, which opened when the model was created (between the
+  // launch and READY) and closed at the scrape.
+  const double seconds_since_ready = std::chrono::duration<double>(scraped - ready).count();
+  const double seconds_since_launch = std::chrono::duration<double>(scraped - launched).count();
+  const double needed = ok.load() * kSecondsPerRequest;
+  const double utilization = s["sluice_capacity_utilization{" + m + "}"];
+  EXPECT_GT(utilization, 0.8 * needed / seconds_since_launch);
+  EXPECT_LT(utilization, 1.2 * needed / seconds_since_ready);
+  EXPECT_LT(utilization, 0.7);  // half-full batches: far from saturated ...
+  EXPECT_GT(s["sluice_instance_busy_ratio{instance=\"0\"," + m + "}"], utilization);  // ... though busy
 }
 
 }  // namespace

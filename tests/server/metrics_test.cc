@@ -71,10 +71,13 @@ TEST(ServerMetricsTest, CountsBatchesPaddingAudioAndCostExactly) {
   auto scheduler = CreateDynamicBatcher(
       {&model, {&backend}, &clock, [&](const BatchReport& r) { model_metrics->RecordBatch(r); }});
   ASSERT_TRUE(scheduler.ok());
-  model_metrics = metrics.AddModel(model, {&backend}, scheduler->get(), [] { return true; });
+  model_metrics = metrics.AddModel(model, {&backend}, scheduler->get(), [] { return true; }, clock);
 
   std::vector<std::shared_ptr<testing::PendingAnswer>> answers;
-  for (int64_t len : {10, 20, 30}) answers.push_back(testing::Submit(**scheduler, len));
+  for (int64_t len : {10, 20, 30}) {
+    model_metrics->RecordArrival(1, len);
+    answers.push_back(testing::Submit(**scheduler, len));
+  }
   clock.Advance(absl::Milliseconds(10));  // max delay: one batch of 3 real rows at compiled size 4
   for (size_t i = 0; i < answers.size(); ++i) {
     ASSERT_TRUE(answers[i]->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -84,6 +87,7 @@ TEST(ServerMetricsTest, CountsBatchesPaddingAudioAndCostExactly) {
   model_metrics->RecordRequest(absl::InvalidArgumentError("bad"), absl::ZeroDuration(), 1, 0);
   model_metrics->RecordRequest(absl::ResourceExhaustedError("full"), absl::Milliseconds(1), 1, 50);
   (*scheduler)->Stop();
+  const double window_seconds = absl::ToDoubleSeconds(clock.Now() - start);  // the capacity window so far
 
   auto s = testing::ParseSamples(metrics.Render(start + absl::Hours(1)));
   const std::string m = "model=\"sim_speech\"";
@@ -111,6 +115,17 @@ TEST(ServerMetricsTest, CountsBatchesPaddingAudioAndCostExactly) {
   EXPECT_DOUBLE_EQ(s["sluice_instance_busy_ratio{instance=\"0\"," + m + "}"], 0.005 / 3600);
   EXPECT_GT(s["sluice_process_resident_memory_bytes"], 0);
   EXPECT_GE(s["sluice_process_peak_resident_memory_bytes"], s["sluice_process_resident_memory_bytes"]);
+  // Request lengths at step resolution below 20 steps; each compiled length is a boundary.
+  EXPECT_EQ(s["sluice_request_length_count{" + m + "}"], 3);
+  EXPECT_EQ(s["sluice_request_length_sum{" + m + "}"], 60);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"9\"}"], 0);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"10\"}"], 1);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"20\"}"], 2);
+  EXPECT_EQ(s["sluice_request_length_bucket{" + m + ",le=\"100\"}"], 3);
+  // Capacity: the only cost known is the measured batch (bucket 100 at size 4: 5 ms), so 1.25 ms per row; the
+  // sim model reports no warm-up time (cost model 0). Three arrivals in bucket 100.
+  EXPECT_DOUBLE_EQ(s["sluice_capacity_max_requests_per_second{" + m + "}"], 1 / (0.005 / 4));
+  EXPECT_NEAR(s["sluice_capacity_utilization{" + m + "}"], 3 * (0.005 / 4) / window_seconds, 1e-12);
 }
 
 }  // namespace
