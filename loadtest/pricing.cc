@@ -1,5 +1,8 @@
 #include "loadtest/pricing.h"
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
@@ -18,10 +21,13 @@ absl::StatusOr<Pricing> LoadPricingPreset(const std::string& path, const std::st
   pricing.preset = name;
   SLUICE_ASSIGN_OR_RETURN(YamlNode hourly, preset->Required("hourly_usd"));
   SLUICE_ASSIGN_OR_RETURN(pricing.hourly_usd, hourly.AsDouble());
-  if (!(pricing.hourly_usd > 0)) return hourly.Error("must be a positive price");
+  if (!(std::isfinite(pricing.hourly_usd) && pricing.hourly_usd > 0)) return hourly.Error("must be a positive price");
   SLUICE_ASSIGN_OR_RETURN(YamlNode accelerators, preset->Required("accelerators"));
   SLUICE_ASSIGN_OR_RETURN(int64_t count, accelerators.AsInt());
-  if (count < 1) return accelerators.Error("must be at least 1");
+  // Bounded so that the int it is stored in keeps it (4294967296 would become 0).
+  if (count < 1 || count > std::numeric_limits<int>::max()) {
+    return accelerators.Error(absl::StrCat("must be between 1 and ", std::numeric_limits<int>::max()));
+  }
   pricing.accelerators = static_cast<int>(count);
   if (std::optional<YamlNode> source = preset->Optional("source")) {
     SLUICE_ASSIGN_OR_RETURN(pricing.source, source->AsString());

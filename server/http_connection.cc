@@ -1,7 +1,6 @@
 #include "server/http_connection.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,13 +17,6 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 constexpr size_t kReadChunk = 16 << 10;
-
-std::string_view Trim(boost::beast::string_view value) {
-  std::string_view text(value.data(), value.size());
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 }  // namespace
 
@@ -159,8 +151,7 @@ void HttpConnection::OnHandshake(const error_code& ec) {
 
 void HttpConnection::NewParser() {
   parser_.emplace();
-  parser_->header_limit(static_cast<uint32_t>(std::min<int64_t>(limits_.max_header_bytes + 1, UINT32_MAX)));
-  parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
+  ConfigureRequestParser(limits_.max_header_bytes, limits_.max_body_bytes, *parser_);
   head_consumed_ = 0;
   head_bytes_seen_ = !in_.empty();
 }
@@ -262,20 +253,20 @@ void HttpConnection::Parse() {
       }
     }
     if (ec) {
-      // Not parser_->content_length(): it requires a complete head, and an over-limit Content-Length is refused
-      // while the head is being finished.
-      std::optional<uint64_t> content_length;
-      const std::string_view declared = Trim(parser_->get()[http::field::content_length]);
-      uint64_t value = 0;
-      if (!declared.empty() &&
-          std::from_chars(declared.data(), declared.data() + declared.size(), value).ptr ==
-              declared.data() + declared.size()) {
-        content_length = value;
-      }
-      RequestError error = MapParseError(ec, content_length, limits_.max_header_bytes, limits_.max_body_bytes);
+      RequestError error =
+          MapParseError(ec, DeclaredContentLength(*parser_), limits_.max_header_bytes, limits_.max_body_bytes);
       return FailRequest(error.status, std::move(error.message), /*linger=*/true);
     }
-    if (phase_ == Phase::kHead && parser_->is_header_done() && !OnHeadDone()) return;
+    if (phase_ == Phase::kHead && parser_->is_header_done()) {
+      // Beast's header_limit bounds the start line and the fields each, not the whole head: a head of exactly
+      // max_header_bytes + 1 bytes (all that MaybeRead lets in) would otherwise pass.
+      if (head_consumed_ > static_cast<size_t>(limits_.max_header_bytes)) {
+        RequestError error = MapParseError(http::error::header_limit, std::nullopt, limits_.max_header_bytes,
+                                           limits_.max_body_bytes);
+        return FailRequest(error.status, std::move(error.message), /*linger=*/true);
+      }
+      if (!OnHeadDone()) return;
+    }
   }
 }
 
@@ -295,7 +286,7 @@ bool HttpConnection::OnHeadDone() {
   // curl waits (up to a second) for this before sending a body over 1 MB. Over-limit bodies never get here: they
   // were refused from their Content-Length.
   if (!parser_->is_done() && head.version() >= 11 && in_.empty() &&
-      EqualsIgnoreCase(Trim(head[http::field::expect]), "100-continue")) {
+      EqualsIgnoreCase(TrimFieldValue(head[http::field::expect]), "100-continue")) {
     QueueWrite(std::string(kContinue), 0);
   }
   return true;

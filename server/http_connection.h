@@ -30,6 +30,7 @@
 #include "boost/beast/http/string_body.hpp"
 #include "server/http_exchange.h"
 #include "server/http_server.h"
+#include "server/http_wire.h"
 
 namespace sluice {
 
@@ -87,7 +88,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     size_t low_water;
     std::function<void()> callback;
   };
-  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+  using Parser = RequestParser;  // configured by ConfigureRequestParser (http_wire.h)
 
   // Declared first so that it is destroyed last: the server may destroy the io_context as soon as the last
   // connection reports itself destroyed, so every socket and timer must already be gone by then.

@@ -1,6 +1,8 @@
 #include "server/http_wire.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,29 @@ bool IsSafeFieldText(std::string_view text) {
 }
 
 }  // namespace
+
+void ConfigureRequestParser(int64_t max_header_bytes, int64_t max_body_bytes, RequestParser& parser) {
+  parser.header_limit(static_cast<uint32_t>(std::min<int64_t>(max_header_bytes + 1, UINT32_MAX)));
+  parser.body_limit(static_cast<uint64_t>(max_body_bytes));
+}
+
+std::string_view TrimFieldValue(boost::beast::string_view value) {
+  std::string_view text(value.data(), value.size());
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser) {
+  const std::string_view declared = TrimFieldValue(parser.get()[http::field::content_length]);
+  uint64_t value = 0;
+  if (declared.empty() ||
+      std::from_chars(declared.data(), declared.data() + declared.size(), value).ptr !=
+          declared.data() + declared.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

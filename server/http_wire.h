@@ -1,5 +1,6 @@
-// HTTP/1.1 wire format pieces for HttpConnection: response heads, chunk framing, the {"error": "..."} bodies of the
-// server's own error responses, and the mapping of request parse errors to a status and a message.
+// HTTP/1.1 wire format pieces for HttpConnection: the request parser's configuration, response heads, chunk framing,
+// the {"error": "..."} bodies of the server's own error responses, and the mapping of request parse errors to a
+// status and a message. (tests/fuzz/fuzz_http_request.cc drives the same parser configuration.)
 // Thread-safety: pure functions.
 #pragma once
 
@@ -9,9 +10,24 @@
 #include <string_view>
 
 #include "boost/beast/core/error.hpp"
+#include "boost/beast/http/parser.hpp"
+#include "boost/beast/http/string_body.hpp"
 #include "server/http_exchange.h"
 
 namespace sluice {
+
+// HttpConnection's request parser: Beast's, with the server's limits. header_limit is max_header_bytes + 1: one byte
+// over the limit is what tells an over-long head from one that just fits (the caller also checks the whole head,
+// as Beast may leave part of it unconsumed); body_limit is max_body_bytes (chunked bodies included).
+using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+void ConfigureRequestParser(int64_t max_header_bytes, int64_t max_body_bytes, RequestParser& parser);
+
+// A field value without the optional whitespace around it.
+std::string_view TrimFieldValue(boost::beast::string_view value);
+
+// The Content-Length a head declared, if it is a plain decimal integer. Not parser.content_length(): that
+// requires a complete head, and an over-limit Content-Length is refused while the head is being finished.
+std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser);
 
 // The status line and fields of a response, through the blank line. content_length nullopt: the body is chunked
 // (http10 false) or ends at close (http10 true). Connection: close when !keep_alive; Connection: keep-alive for an

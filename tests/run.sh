@@ -20,4 +20,22 @@ CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
 cmake --build build-clang -j "$(nproc)"
 ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
 
+# ASan + UBSan (tests/asan/CMakeLists.txt, a sibling clang project): every torch-free library instrumented, and the
+# front-end unit tests, the HTTP server tests, the loadtest unit tests and the scheduler tests run under it (any
+# report fails the test). The libtorch backend tests are not in it (Debian's libtorch is uninstrumented; see there).
+asan_start=$(date +%s)
+CXX=clang++ cmake -S tests/asan -B build-asan -G Ninja
+cmake --build build-asan -j "$(nproc)"
+ctest --test-dir build-asan --output-on-failure -j 2 --timeout 600
+echo "tests/run.sh: ASan/UBSan build + tests $(( $(date +%s) - asan_start )) s"
+
+# libFuzzer (tests/fuzz/CMakeLists.txt): one target per parser of outside input, each run for 30 s on a copy of its
+# committed seed corpus (regression inputs included) with ASan + UBSan; any crash, leak or report fails the run.
+# Two targets at a time: about 2 minutes for the seven. Long runs: tests/fuzz/run_long.sh [SECONDS].
+fuzz_start=$(date +%s)
+CXX=clang++ cmake -S tests/fuzz -B build-fuzz -G Ninja
+cmake --build build-fuzz -j "$(nproc)"
+tests/fuzz/run_ci.sh build-fuzz 30 2
+echo "tests/run.sh: fuzz build + runs $(( $(date +%s) - fuzz_start )) s"
+
 echo "tests/run.sh: total $(( $(date +%s) - start )) s"

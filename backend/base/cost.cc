@@ -1,7 +1,9 @@
 #include "backend/base/cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
@@ -13,10 +15,16 @@ absl::StatusOr<CostConfig> ParsePrice(const YamlNode& node) {
   CostConfig cost;
   SLUICE_ASSIGN_OR_RETURN(YamlNode hourly, node.Required("hourly_usd"));
   SLUICE_ASSIGN_OR_RETURN(cost.hourly_usd, hourly.AsDouble());
-  if (cost.hourly_usd <= 0) return hourly.Error("must be a positive price in USD per hour");
+  // NaN compares false with everything: test for what is wanted, not for what is not.
+  if (!(std::isfinite(cost.hourly_usd) && cost.hourly_usd > 0)) {
+    return hourly.Error("must be a positive price in USD per hour");
+  }
   SLUICE_ASSIGN_OR_RETURN(YamlNode accelerators, node.Required("accelerators"));
   SLUICE_ASSIGN_OR_RETURN(int64_t count, accelerators.AsInt());
-  if (count < 1) return accelerators.Error("must be at least 1");
+  // Bounded so that the int it is stored in keeps it (4294967296 would become 0).
+  if (count < 1 || count > std::numeric_limits<int>::max()) {
+    return accelerators.Error(absl::StrCat("must be between 1 and ", std::numeric_limits<int>::max()));
+  }
   cost.accelerators = static_cast<int>(count);
   if (auto unit = node.Optional("unit")) {
     SLUICE_ASSIGN_OR_RETURN(cost.unit, unit->AsString());

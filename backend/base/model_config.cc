@@ -1,7 +1,9 @@
 #include "backend/base/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -74,7 +76,9 @@ absl::StatusOr<TensorSpec> ParseTensorSpec(const YamlNode& node, bool is_input, 
       return rate->Error("sample_rate is only allowed on inputs of speech models");
     }
     SLUICE_ASSIGN_OR_RETURN(int64_t value, rate->AsInt());
-    if (value <= 0) return rate->Error("must be a positive number of samples per second");
+    if (value <= 0 || value > std::numeric_limits<int>::max()) {
+      return rate->Error("must be a positive number of samples per second");
+    }
     spec.sample_rate = static_cast<int>(value);
   }
   if (std::optional<YamlNode> range = node.Optional("range")) {
@@ -116,6 +120,11 @@ absl::StatusOr<BucketSpec> ParseBuckets(const YamlNode& root) {
   BucketSpec buckets;
   SLUICE_ASSIGN_OR_RETURN(buckets.lengths, ParseAscendingList(node, "lengths"));
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> batch_sizes, ParseAscendingList(node, "batch_sizes"));
+  // Stored as int: a larger value would wrap (2147483648 became negative).
+  if (batch_sizes.back() > std::numeric_limits<int>::max()) {
+    return node.Required("batch_sizes")->Error(
+        absl::StrCat("batch size ", batch_sizes.back(), " is over ", std::numeric_limits<int>::max()));
+  }
   buckets.batch_sizes.assign(batch_sizes.begin(), batch_sizes.end());
   return buckets;
 }
@@ -128,11 +137,15 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
       {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level"}));
   if (auto delay = node->Optional("max_queue_delay_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
-    if (options.max_queue_delay_ms < 0) return delay->Error("must be >= 0");
+    if (!(std::isfinite(options.max_queue_delay_ms) && options.max_queue_delay_ms >= 0)) {
+      return delay->Error("must be >= 0 and finite");
+    }
   }
   if (auto size = node->Optional("max_queue_size")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t value, size->AsInt());
-    if (value < 1) return size->Error("must be >= 1");
+    if (value < 1 || value > std::numeric_limits<int>::max()) {
+      return size->Error(absl::StrCat("must be between 1 and ", std::numeric_limits<int>::max()));
+    }
     options.max_queue_size = static_cast<int>(value);
   }
   if (auto levels = node->Optional("priority_levels")) {
@@ -190,15 +203,37 @@ absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
   SimCostModel sim;
   SLUICE_ASSIGN_OR_RETURN(YamlNode base, node.Required("base_ms"));
   SLUICE_ASSIGN_OR_RETURN(sim.base_ms, base.AsDouble());
-  if (sim.base_ms < 0) return base.Error("must be >= 0");
+  if (!(std::isfinite(sim.base_ms) && sim.base_ms >= 0)) return base.Error("must be >= 0 and finite");
   SLUICE_ASSIGN_OR_RETURN(YamlNode per_sample, node.Required("per_sample_us"));
   SLUICE_ASSIGN_OR_RETURN(sim.per_sample_us, per_sample.AsDouble());
-  if (sim.per_sample_us < 0) return per_sample.Error("must be >= 0");
+  if (!(std::isfinite(sim.per_sample_us) && sim.per_sample_us >= 0)) {
+    return per_sample.Error("must be >= 0 and finite");
+  }
   if (auto ratio = node.Optional("output_steps_per_input_step")) {
     SLUICE_ASSIGN_OR_RETURN(sim.output_steps_per_input_step, ratio->AsDouble());
-    if (sim.output_steps_per_input_step <= 0) return ratio->Error("must be > 0");
+    if (!(std::isfinite(sim.output_steps_per_input_step) && sim.output_steps_per_input_step > 0)) {
+      return ratio->Error("must be > 0 and finite");
+    }
   }
   return sim;
+}
+
+// The largest batch of a tensor (max batch size x max bucket length for its variable axis x its fixed dimensions, in
+// bytes) must be a number int64 holds: request validation and batching compute it, and signed overflow is undefined.
+absl::Status CheckLargestBatch(const YamlNode& list, const std::vector<TensorSpec>& specs, const BucketSpec& buckets) {
+  for (const TensorSpec& spec : specs) {
+    int64_t bytes = static_cast<int64_t>(DataTypeSize(spec.dtype));
+    bool fits = !__builtin_mul_overflow(bytes, int64_t{buckets.batch_sizes.back()}, &bytes);
+    for (int64_t d : spec.shape) {
+      fits = fits && !__builtin_mul_overflow(bytes, d == kVariableDim ? buckets.lengths.back() : d, &bytes);
+    }
+    if (!fits) {
+      return list.Error(absl::StrCat("tensor '", spec.name, "': its largest batch (batch ", buckets.batch_sizes.back(),
+                                     ", length ", buckets.lengths.back(), ", shape ", ShapeToString(spec.shape),
+                                     ") is over 2^63 bytes"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -264,6 +299,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
   }
   SLUICE_ASSIGN_OR_RETURN(config.buckets, ParseBuckets(root));
   SLUICE_ASSIGN_OR_RETURN(config.batching, ParseBatching(root));
+  for (std::string_view key : {"inputs", "outputs"}) {
+    SLUICE_ASSIGN_OR_RETURN(YamlNode list, root.Required(key));
+    SLUICE_RETURN_IF_ERROR(CheckLargestBatch(list, key == "inputs" ? config.inputs : config.outputs, config.buckets));
+  }
 
   SLUICE_ASSIGN_OR_RETURN(YamlNode instances, root.Required("instances"));
   SLUICE_ASSIGN_OR_RETURN(std::vector<YamlNode> groups, instances.AsSequence());

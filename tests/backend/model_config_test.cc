@@ -110,7 +110,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"cores on cpu", ValidWith("device: cpu", "device: cpu, cores: \"0\""), "instances[0].cores",
                 "only supported for device neuron"},
         BadCase{"sim without cost model", ValidWith("device: cpu", "device: sim"), "9:12: instances",
-                "needs a top-level 'sim:"}),
+                "needs a top-level 'sim:"},
+        // Found by tests/fuzz/fuzz_model_config: values the fields' types or later arithmetic could not hold.
+        BadCase{"NaN delay", ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: .nan"),
+                "batching.max_queue_delay_ms", "must be >= 0 and finite"},
+        BadCase{"queue size over int", ValidWith("max_queue_size: 64", "max_queue_size: 4294967296"),
+                "batching.max_queue_size", "must be between 1 and 2147483647"},
+        BadCase{"batch size over int", ValidWith("[1, 2, 4]", "[1, 2, 2147483648]"), "buckets.batch_sizes",
+                "batch size 2147483648 is over 2147483647"},
+        BadCase{"largest batch over int64 bytes", ValidWith("shape: [-1, 29]", "shape: [-1, 4294967296, 4294967296]"),
+                "6:3: outputs", "tensor 'log_probs': its largest batch"},
+        BadCase{"infinite sim cost", ValidWith("device: cpu", "device: sim") + "sim: {base_ms: .inf, per_sample_us: 0}\n",
+                "sim.base_ms", "must be >= 0 and finite"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.what;
       for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

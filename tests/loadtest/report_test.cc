@@ -317,6 +317,20 @@ TEST(PricingTest, ReadsThePresetsAndComputesCost) {
   std::filesystem::remove(path);
 }
 
+// Found by tests/fuzz/fuzz_pricing_yaml: a NaN or infinite price passed, and 4294967296 accelerators became 0.
+TEST(PricingTest, RefusesPricesThatAreNotFiniteAndCountsAnIntCannotHold) {
+  const auto path = std::filesystem::temp_directory_path() / ("lt_pricing_bad_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << "presets:\n  nan: {hourly_usd: .nan, accelerators: 4}\n  inf: {hourly_usd: .inf, accelerators: 4}\n"
+                         "  wide: {hourly_usd: 1, accelerators: 4294967296}\n";
+  EXPECT_THAT(std::string(LoadPricingPreset(path.string(), "nan").status().message()),
+              HasSubstr("must be a positive price"));
+  EXPECT_THAT(std::string(LoadPricingPreset(path.string(), "inf").status().message()),
+              HasSubstr("must be a positive price"));
+  EXPECT_THAT(std::string(LoadPricingPreset(path.string(), "wide").status().message()),
+              HasSubstr("must be between 1 and 2147483647"));
+  std::filesystem::remove(path);
+}
+
 Report SyntheticReport(double latency_scale, bool with_cost) {
   static auto workload = SpeechWorkload();
   RunResult run = SyntheticRun();

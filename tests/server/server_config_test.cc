@@ -37,6 +37,19 @@ TEST_F(ServerConfigTest, ValidConfigResolvesRepositoryAgainstItsOwnDirectory) {
   EXPECT_TRUE(config->tls_cert_path.empty());
 }
 
+// Found by tests/fuzz/fuzz_server_config and fuzz_pricing_yaml: `cost:` took a NaN price (it compares false with
+// <= 0) and 4294967296 accelerators (stored as 0).
+TEST_F(ServerConfigTest, CostRefusesANanPriceAndACountAnIntCannotHold) {
+  absl::StatusOr<ServerConfig> nan =
+      LoadServerConfig(Write("model_repository: m\ncost: {hourly_usd: .nan, accelerators: 1, source: x}\n"));
+  ASSERT_FALSE(nan.ok());
+  EXPECT_THAT(std::string(nan.status().message()), HasSubstr("cost.hourly_usd: must be a positive price"));
+  absl::StatusOr<ServerConfig> wide =
+      LoadServerConfig(Write("model_repository: m\ncost: {hourly_usd: 1, accelerators: 4294967296, source: x}\n"));
+  ASSERT_FALSE(wide.ok());
+  EXPECT_THAT(std::string(wide.status().message()), HasSubstr("cost.accelerators: must be between 1 and 2147483647"));
+}
+
 TEST_F(ServerConfigTest, LimitsKeepaliveTlsAuthAndDrain) {
   const std::string path = Write("model_repository: m\n");
   const auto dir = std::filesystem::path(path).parent_path();
