@@ -12,26 +12,14 @@
 #include "backend/base/model_config.h"
 #include "backend/base/yaml_node.h"
 #include "server/input_validation.h"
+#include "tests/server/tagger_yaml.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace sluice::fuzz {
 
-inline constexpr char kTaggerYaml[] = R"(name: tagger
-kind: text
-inputs:
-  - {name: tokens, dtype: INT64, shape: [-1], range: [0, 999]}
-  - {name: features, dtype: FP32, shape: [-1, 3]}
-outputs:
-  - {name: logits, dtype: FP32, shape: [-1, 5]}
-  - {name: score, dtype: INT64, shape: [2]}
-buckets: {lengths: [4, 8], batch_sizes: [1, 2, 4]}
-batching: {max_queue_delay_ms: 2.5, max_queue_size: 16}
-instances: [{count: 2, device: cpu}]
-)";
-
 inline const ModelConfig& Tagger() {
   static const ModelConfig model = [] {
-    absl::StatusOr<YamlNode> root = YamlNode::LoadString(kTaggerYaml, "tagger.yaml");
+    absl::StatusOr<YamlNode> root = YamlNode::LoadString(testing::kTaggerYaml, "tagger.yaml");
     if (!root.ok()) std::abort();
     absl::StatusOr<ModelConfig> parsed = ParseModelConfig(*root, "");
     if (!parsed.ok()) std::abort();
