@@ -193,10 +193,15 @@ const Route kRoutes[] = {
     {"POST", "/v2/models/{model}/infer", Infer, true},
 };
 
-// Matches `path` against a route pattern, filling the model name and version.
-bool MatchPath(absl::string_view pattern, absl::string_view path, std::string& model, std::string& version) {
-  std::vector<absl::string_view> want = absl::StrSplit(pattern.substr(1), '/');
-  std::vector<absl::string_view> got = absl::StrSplit(path.substr(path.empty() ? 0 : 1), '/');
+// The segments of a path ("/v2/models/m" -> v2, models, m).
+std::vector<absl::string_view> PathSegments(absl::string_view path) {
+  return absl::StrSplit(path.substr(path.empty() ? 0 : 1), '/');
+}
+
+// Matches a request path, split once into `got`, against a route pattern, filling the model name and version.
+bool MatchPath(absl::string_view pattern, const std::vector<absl::string_view>& got, std::string& model,
+               std::string& version) {
+  const std::vector<absl::string_view> want = PathSegments(pattern);
   size_t g = 0;
   for (size_t w = 0; w < want.size(); ++w, ++g) {
     if (g >= got.size()) return false;
@@ -216,9 +221,10 @@ bool MatchPath(absl::string_view pattern, absl::string_view path, std::string& m
 
 void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
   bool path_known = false;
+  const std::vector<absl::string_view> segments = PathSegments(request.path);
   for (const auto& route : kRoutes) {
     RouteContext context{hub, request, exchange, "", ""};
-    if (!MatchPath(route.pattern, request.path, context.model, context.version)) continue;
+    if (!MatchPath(route.pattern, segments, context.model, context.version)) continue;
     path_known = true;
     if (request.method != route.method) continue;
     if (route.needs_auth) {
