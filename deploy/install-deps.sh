@@ -22,6 +22,8 @@ PACKAGES=(
   openssl python3-venv
   # sluice-loadtest: recordings from a folder (WAV, FLAC, ...) through libsndfile
   libsndfile1-dev
+  # the voice API: audio containers through libsndfile, any rate resampled to the model's with libsamplerate
+  libsamplerate0-dev
 )
 
 missing=()

@@ -9,7 +9,10 @@
 
 namespace sluice::loadtest {
 
-absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_rate, int64_t max_length) {
+namespace {
+
+// The folder's regular files, sorted, without dot files.
+absl::StatusOr<std::vector<std::filesystem::path>> ListFiles(const std::string& dir) {
   std::error_code error;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
@@ -17,14 +20,39 @@ absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_r
   }
   if (error) return absl::NotFoundError(absl::StrCat("audio folder '", dir, "': ", error.message()));
   std::sort(files.begin(), files.end());
-  AudioFolder folder;
-  for (const std::filesystem::path& path : files) {
+  return files;
+}
+
+absl::Status NotAudio(const std::filesystem::path& path) {
+  return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not audio libsndfile reads (",
+                                                 sf_strerror(nullptr), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<AudioFileInfo>> ProbeAudioFolder(const std::string& dir) {
+  absl::StatusOr<std::vector<std::filesystem::path>> files = ListFiles(dir);
+  if (!files.ok()) return files.status();
+  std::vector<AudioFileInfo> infos;
+  for (const std::filesystem::path& path : *files) {
     SF_INFO info{};
     SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
-    if (file == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not audio libsndfile reads (",
-                                                     sf_strerror(nullptr), ")"));
-    }
+    if (file == nullptr) return NotAudio(path);
+    sf_close(file);
+    infos.push_back({path.filename().string(), static_cast<int64_t>(info.frames), info.samplerate, info.channels});
+  }
+  if (infos.empty()) return absl::NotFoundError(absl::StrCat("audio folder '", dir, "' holds no audio"));
+  return infos;
+}
+
+absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_rate, int64_t max_length) {
+  absl::StatusOr<std::vector<std::filesystem::path>> files = ListFiles(dir);
+  if (!files.ok()) return files.status();
+  AudioFolder folder;
+  for (const std::filesystem::path& path : *files) {
+    SF_INFO info{};
+    SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
+    if (file == nullptr) return NotAudio(path);
     if (info.samplerate != sample_rate) {
       sf_close(file);
       return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", info.samplerate, " Hz, the model takes ",

@@ -1,6 +1,7 @@
-// Speech inputs from real recordings: every audio file libsndfile reads (WAV, FLAC, OGG, ...) in a folder,
-// as mono float PCM at the model's sample rate (several channels are averaged; a different sample rate is an
-// error: nothing is resampled). Clips longer than the model's largest bucket are cut to it, and counted.
+// Speech inputs from real recordings: every audio file libsndfile reads (WAV, FLAC, OGG, ...) in a folder (not
+// its subfolders), as mono float PCM at the model's sample rate (several channels are averaged; a different
+// sample rate is an error: nothing is resampled). Clips longer than the model's largest bucket are cut to it,
+// and counted. ProbeAudioFolder reads only the files' headers (sluice-advisor's lengths).
 // Thread-safety: plain values and a pure function.
 #pragma once
 
@@ -21,6 +22,18 @@ struct AudioFolder {
   std::vector<AudioClip> clips;  // sorted by file name
   int truncated = 0;             // clips cut to max_length
 };
+
+// One audio file's header: its length and format, without reading the samples.
+struct AudioFileInfo {
+  std::string name;  // file name within the folder
+  int64_t frames = 0;
+  int sample_rate = 0;
+  int channels = 0;
+};
+
+// Every audio file in the folder (the files LoadAudioFolder reads, empty ones included), sorted by name, at
+// whatever sample rate. Fails on an unreadable folder, a file libsndfile cannot read, or a folder with no files.
+absl::StatusOr<std::vector<AudioFileInfo>> ProbeAudioFolder(const std::string& dir);
 
 // Fails on an unreadable folder, a file libsndfile cannot read, a sample rate other than `sample_rate`, or a
 // folder with no audio. Files whose names start with '.' are skipped.

@@ -115,6 +115,11 @@ grpc::Status HttpInferClient::Execute(httplib::Client& client, const Job& job, u
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("HTTP: ", httplib::to_string(result.error())));
   }
+  // httplib's timeouts bound each poll, not the whole exchange: a large body written slowly can leave the answer
+  // waiting in the socket when the deadline has already passed. A gRPC client would have given up; so does this.
+  if (std::chrono::system_clock::now() > job.deadline) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the answer arrived after the deadline");
+  }
   if (result->status != 200) return HttpError(*result);
   std::optional<size_t> header_length;
   if (result->has_header("Inference-Header-Content-Length")) {

@@ -73,13 +73,17 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 InferenceGrpcService::InferenceGrpcService(ModelHub* hub, std::string bearer_token)
     : hub_(hub), bearer_token_(std::move(bearer_token)) {}
 
-grpc::Status InferenceGrpcService::CheckAuth(grpc::CallbackServerContext* context) const {
-  if (bearer_token_.empty()) return grpc::Status::OK;
+grpc::Status CheckGrpcBearer(const grpc::CallbackServerContext* context, const std::string& bearer_token) {
+  if (bearer_token.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   std::optional<std::string_view> header;
   if (it != metadata.end()) header = std::string_view(it->second.data(), it->second.size());
-  return ToGrpcStatus(CheckBearer(header, bearer_token_));
+  return ToGrpcStatus(CheckBearer(header, bearer_token));
+}
+
+grpc::Status InferenceGrpcService::CheckAuth(grpc::CallbackServerContext* context) const {
+  return CheckGrpcBearer(context, bearer_token_);
 }
 
 grpc::ServerUnaryReactor* InferenceGrpcService::Reply(grpc::CallbackServerContext* context,

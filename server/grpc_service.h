@@ -12,6 +12,10 @@
 
 namespace sluice {
 
+// UNAUTHENTICATED unless the call carries "authorization: Bearer <token>"; OK when `bearer_token` is empty.
+// Shared by every gRPC service on the port (KServe v2, Riva ASR).
+grpc::Status CheckGrpcBearer(const grpc::CallbackServerContext* context, const std::string& bearer_token);
+
 class InferenceGrpcService final : public inference::GRPCInferenceService::CallbackService {
  public:
   // `hub` must outlive the service. Empty `bearer_token`: no authorization check.

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/grpc_service.h"
+#include "server/voice/riva_service.h"
 #include "server/http_service.h"
 #include "server/tls_files.h"
 
@@ -112,6 +113,8 @@ absl::Status Server::StartGrpc() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.grpc_address, credentials, &grpc_port_);
   builder.RegisterService(grpc_service_.get());
+  riva_service_ = std::make_unique<voice::RivaAsrService>(hub_.get(), config_.bearer_token);
+  builder.RegisterService(riva_service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(config_.keepalive_time_ms));

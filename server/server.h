@@ -24,6 +24,9 @@ namespace sluice {
 
 class HttpService;
 class InferenceGrpcService;
+namespace voice {
+class RivaAsrService;
+}
 
 class Server {
  public:
@@ -56,6 +59,7 @@ class Server {
   std::unique_ptr<ModelRepository> repository_;  // the backends; outlives the hub's models (declared first)
   std::unique_ptr<ModelHub> hub_;
   std::unique_ptr<InferenceGrpcService> grpc_service_;
+  std::unique_ptr<voice::RivaAsrService> riva_service_;  // speech recognition on the same port
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<HttpService> http_;
   int grpc_port_ = 0;

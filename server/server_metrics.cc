@@ -294,6 +294,10 @@ ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vect
   return models_.back().get();
 }
 
+double ServerMetrics::ModelDollarsSoFar(const ModelConfig& config, absl::Time now) const {
+  return cost_ ? cost_->DollarsSoFar(AcceleratorsHeld(config), now) : 0.0;
+}
+
 std::string ServerMetrics::Render(absl::Time now) {
   const double elapsed = absl::ToDoubleSeconds(now - start_);
   double total_cost = 0;
@@ -307,6 +311,7 @@ std::string ServerMetrics::Render(absl::Time now) {
   peak_resident_bytes_->Set(static_cast<double>(process.peak_resident_bytes));
   cpu_seconds_->Set(process.cpu_seconds);
   uptime_seconds_->Set(elapsed);
+  for (const auto& hook : render_hooks_) hook(now);
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

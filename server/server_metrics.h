@@ -128,11 +128,19 @@ class ServerMetrics {
   // The text exposition format, gauges refreshed as of `now`.
   std::string Render(absl::Time now);
 
+  // For other components' series (the voice API's): the registry, a hook run at every Render before
+  // serialising (REQUIRES: added before serving), and what a model's accelerators have cost so far (0 without
+  // `cost:`; the same share as sluice_cost_usd).
+  prometheus::Registry& registry() { return *registry_; }
+  void AddRenderHook(std::function<void(absl::Time now)> hook) { render_hooks_.push_back(std::move(hook)); }
+  double ModelDollarsSoFar(const ModelConfig& config, absl::Time now) const;
+
  private:
   const absl::Time start_;
   std::optional<CostMeter> cost_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<std::unique_ptr<ModelMetrics>> models_;
+  std::vector<std::function<void(absl::Time)>> render_hooks_;
   prometheus::Gauge* resident_bytes_ = nullptr;
   prometheus::Gauge* peak_resident_bytes_ = nullptr;
   prometheus::Gauge* cpu_seconds_ = nullptr;

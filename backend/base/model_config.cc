@@ -236,6 +236,34 @@ absl::Status CheckLargestBatch(const YamlNode& list, const std::vector<TensorSpe
   return absl::OkStatus();
 }
 
+// The speech section against the rest of the config: a speech model, a [frames, classes] FP32 output with one
+// class per vocabulary symbol, and long-audio windows that advance (overlap on both sides < the largest bucket).
+absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
+  if (config.kind != ModelKind::kSpeech) return node.Error("speech is only allowed on kind: speech models");
+  SpeechOptions& speech = *config.speech;
+  if (speech.output.empty()) speech.output = config.outputs.front().name;
+  const TensorSpec* output = nullptr;
+  for (const TensorSpec& spec : config.outputs) {
+    if (spec.name == speech.output) output = &spec;
+  }
+  if (output == nullptr) {
+    return node.Required("output")->Error(absl::StrCat("no output named '", speech.output, "'"));
+  }
+  const int64_t classes = static_cast<int64_t>(speech.vocabulary.size());
+  if (output->dtype != DataType::kFp32 || output->shape.size() != 2 || output->shape[0] != kVariableDim ||
+      output->shape[1] != classes) {
+    return node.Error(absl::StrCat("output '", output->name, "' must be FP32 with shape [-1, ", classes,
+                                   "] (frames x one class per vocabulary symbol)"));
+  }
+  const int sample_rate = *config.inputs.front().sample_rate;
+  const double largest_ms = 1000.0 * static_cast<double>(config.max_length()) / sample_rate;
+  if (2.0 * speech.long_audio_overlap_ms >= largest_ms) {
+    return node.Error(absl::StrCat("long_audio_overlap_ms (", speech.long_audio_overlap_ms,
+                                   ") on both sides must be shorter than the largest bucket (", largest_ms, " ms)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* ModelKindName(ModelKind kind) {
@@ -267,6 +295,13 @@ int64_t TensorSpec::elements_per_step() const {
   return n;
 }
 
+const TensorSpec& ModelConfig::speech_output() const {
+  for (const TensorSpec& output : outputs) {
+    if (output.name == speech->output) return output;
+  }
+  return outputs.front();  // unreachable after ParseModelConfig: it resolved the name
+}
+
 bool ModelConfig::has_variable_output() const {
   return std::any_of(outputs.begin(), outputs.end(), [](const TensorSpec& t) { return t.has_variable_axis(); });
 }
@@ -277,7 +312,7 @@ std::string ModelConfig::GraphPath(int batch_size, int64_t length) const {
 
 absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::string& model_dir) {
   SLUICE_RETURN_IF_ERROR(
-      root.CheckKeys({"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim"}));
+      root.CheckKeys({"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim", "speech"}));
   ModelConfig config;
   config.directory = model_dir;
   config.config_path = root.file();
@@ -318,6 +353,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
     SLUICE_ASSIGN_OR_RETURN(config.sim, ParseSim(*sim));
   } else if (uses_sim) {
     return instances.Error("device sim needs a top-level 'sim: {base_ms, per_sample_us}' cost model");
+  }
+  if (std::optional<YamlNode> speech = root.Optional("speech")) {
+    SLUICE_ASSIGN_OR_RETURN(config.speech, ParseSpeechOptions(*speech));
+    SLUICE_RETURN_IF_ERROR(CheckSpeech(*speech, config));
   }
   return config;
 }

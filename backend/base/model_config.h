@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/base/core_range.h"
+#include "backend/base/speech_config.h"
 #include "backend/base/tensor.h"
 #include "backend/base/yaml_node.h"
 
@@ -84,10 +85,13 @@ struct ModelConfig {
   BatchingOptions batching;
   std::vector<InstanceGroup> instances;
   std::optional<SimCostModel> sim;  // present iff some instance group uses the sim device
+  std::optional<SpeechOptions> speech;  // kind speech only: what the voice API needs (speech_config.h)
 
   int max_batch_size() const { return buckets.batch_sizes.back(); }
   int64_t max_length() const { return buckets.lengths.back(); }
   bool has_variable_output() const;
+  // The output the voice API decodes. REQUIRES: speech is set.
+  const TensorSpec& speech_output() const;
   // The precompiled graph for one bucket: <directory>/graphs/b<batch>_l<length>.pt
   std::string GraphPath(int batch_size, int64_t length) const;
 };

@@ -180,4 +180,6 @@ def spec():
         seed=1001,
         build=AsrCtc,
         make_input=make_input,
+        # What the voice API needs to decode: the CTC symbols, and 4x subsampling of 10 ms hops = 640 samples.
+        speech={"vocabulary": VOCAB, "blank": 0, "word_separator": " ", "frame_samples": HOP * 4},
     )

@@ -1,10 +1,18 @@
 // sluice-bench-backend: loads and warms a model repository, prints every bucket's load and warm time, then
 // (unless --load-only) runs each bucket graph at full length in a loop and prints its steady-state compute
-// time and throughput: the raw backend limit that serving numbers are compared against.
+// time and throughput: the raw backend limit that serving numbers are compared against. --json FILE also writes
+// those timings as JSON (schema sluice-bench-backend/1), which `sluice-advisor --bench-json` fits its cost model to.
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
@@ -21,6 +29,24 @@ struct Flags {
   std::string models;
   int iterations = 5;
   bool load_only = false;
+  std::string json_path;
+};
+
+struct BucketTiming {
+  int batch_size = 0;
+  int64_t length = 0;
+  double p50_ms = 0;
+  double min_ms = 0;
+  double rows_per_s = 0;
+  double steps_per_s = 0;
+};
+
+struct ModelTimings {
+  std::string model;
+  std::string device;
+  std::optional<int> sample_rate;  // speech models
+  double load_seconds = 0;
+  std::vector<BucketTiming> buckets;
 };
 
 PaddedBatch RandomFullBatch(const ModelConfig& model, int batch_size, int64_t length, std::mt19937& rng) {
@@ -55,11 +81,15 @@ void PrintLoadTable(const ModelRepository& repository) {
   }
 }
 
-int BenchModel(const LoadedModel& model, int iterations) {
+int BenchModel(const LoadedModel& model, int iterations, ModelTimings* timings) {
   const ModelConfig& config = *model.config;
   Backend& instance = *model.instances.front();
   std::mt19937 rng(1234);
   const bool speech = config.kind == ModelKind::kSpeech && config.inputs.front().sample_rate;
+  timings->model = config.name;
+  timings->device = instance.Describe();
+  timings->load_seconds = model.load_seconds;
+  if (speech) timings->sample_rate = *config.inputs.front().sample_rate;
   std::printf("\n%s on %s: %d timed runs per bucket, every row at full bucket length\n", config.name.c_str(),
               instance.Describe().c_str(), iterations);
   std::printf("%6s %8s %12s %12s %12s %14s\n", "batch", "length", "p50_ms", "min_ms", "rows/s",
@@ -83,9 +113,67 @@ int BenchModel(const LoadedModel& model, int iterations) {
       const double steps_per_s = rows_per_s * static_cast<double>(length);
       std::printf("%6d %8lld %12.2f %12.2f %12.2f %14.1f\n", batch_size, static_cast<long long>(length), p50, ms[0],
                   rows_per_s, speech ? steps_per_s / *config.inputs.front().sample_rate : steps_per_s);
+      timings->buckets.push_back({batch_size, length, p50, ms[0], rows_per_s, steps_per_s});
     }
   }
   return 0;
+}
+
+// {"schema": "sluice-bench-backend/1", "iterations": N, "models": [{"model", "device", "sample_rate" (speech
+//  models), "load_seconds", "buckets": [{"batch_size", "length", "p50_ms", "min_ms", "rows_per_s",
+//  "steps_per_s"}]}]}: the shape sluice-advisor's --bench-json reads (loadtest/advisor/bench_timings.h).
+bool WriteJson(const std::string& path, int iterations, const std::vector<ModelTimings>& models) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("sluice-bench-backend/1");
+  w.Key("iterations");
+  w.Int(iterations);
+  w.Key("models");
+  w.StartArray();
+  for (const ModelTimings& m : models) {
+    w.StartObject();
+    w.Key("model");
+    w.String(m.model.c_str());
+    w.Key("device");
+    w.String(m.device.c_str());
+    if (m.sample_rate) {
+      w.Key("sample_rate");
+      w.Int(*m.sample_rate);
+    }
+    w.Key("load_seconds");
+    w.Double(m.load_seconds);
+    w.Key("buckets");
+    w.StartArray();
+    for (const BucketTiming& b : m.buckets) {
+      w.StartObject();
+      w.Key("batch_size");
+      w.Int(b.batch_size);
+      w.Key("length");
+      w.Int64(b.length);
+      w.Key("p50_ms");
+      w.Double(b.p50_ms);
+      w.Key("min_ms");
+      w.Double(b.min_ms);
+      w.Key("rows_per_s");
+      w.Double(b.rows_per_s);
+      w.Key("steps_per_s");
+      w.Double(b.steps_per_s);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::ofstream out(path);
+  out << buffer.GetString() << "\n";
+  if (!out) {
+    spdlog::error("--json: cannot write '{}'", path);
+    return false;
+  }
+  return true;
 }
 
 int Main(int argc, char** argv) {
@@ -95,7 +183,10 @@ int Main(int argc, char** argv) {
   app.add_option("--repository", flags.repository, "model repository directory (instead of --config)");
   app.add_option("--models", flags.models, "comma-separated model names (default: all)");
   app.add_option("--iterations", flags.iterations, "timed runs per bucket")->check(CLI::PositiveNumber);
-  app.add_flag("--load-only", flags.load_only, "only load, warm and print the per-bucket load table");
+  auto* load_only = app.add_flag("--load-only", flags.load_only, "only load, warm and print the per-bucket load table");
+  app.add_option("--json", flags.json_path,
+                 "also write the timings here as JSON (schema sluice-bench-backend/1), for sluice-advisor --bench-json")
+      ->excludes(load_only);
   CLI11_PARSE(app, argc, argv);
 
   RepositoryOptions options;
@@ -122,9 +213,11 @@ int Main(int argc, char** argv) {
   }
   PrintLoadTable(**repository);
   if (flags.load_only) return 0;
+  std::vector<ModelTimings> timings;
   for (const LoadedModel& model : (*repository)->models()) {
-    if (int rc = BenchModel(model, flags.iterations); rc != 0) return rc;
+    if (int rc = BenchModel(model, flags.iterations, &timings.emplace_back()); rc != 0) return rc;
   }
+  if (!flags.json_path.empty() && !WriteJson(flags.json_path, flags.iterations, timings)) return 2;
   return 0;
 }
 

@@ -17,7 +17,7 @@ std::string Advice::ConfigLine() const {
 }
 
 PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket_lengths,
-                     const std::vector<int64_t>& sorted_lengths, const CostModel& cost, int batch_size,
+                     const std::vector<LengthCount>& sorted_counts, const CostModel& cost, int batch_size,
                      int graphs_per_length) {
   PlanRow row;
   row.name = name;
@@ -27,18 +27,19 @@ PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket
   double seconds = 0;
   // Both sorted: walk the buckets along the lengths.
   size_t b = 0;
-  for (int64_t l : sorted_lengths) {
-    while (b < bucket_lengths.size() && bucket_lengths[b] < l) ++b;
+  for (const LengthCount& c : sorted_counts) {
+    while (b < bucket_lengths.size() && bucket_lengths[b] < c.length) ++b;
     if (b == bucket_lengths.size()) {
-      ++row.refused;
+      row.refused += c.count;
       continue;
     }
     BucketFill& fill = row.buckets[b];
-    ++fill.requests;
-    fill.real_steps += static_cast<double>(l);
-    ++row.requests;
-    row.real_steps += static_cast<double>(l);
-    row.padded_steps += static_cast<double>(fill.length);
+    const double steps = static_cast<double>(c.length) * static_cast<double>(c.count);
+    fill.requests += c.count;
+    fill.real_steps += steps;
+    row.requests += c.count;
+    row.real_steps += steps;
+    row.padded_steps += static_cast<double>(fill.length) * static_cast<double>(c.count);
   }
   for (const BucketFill& fill : row.buckets) {
     seconds += static_cast<double>(fill.requests) * cost.RequestSeconds(batch_size, fill.length);
@@ -57,27 +58,35 @@ std::vector<int64_t> PowersOfTwo(int64_t max_length, int count, int64_t unit) {
 }
 
 absl::StatusOr<Advice> Advise(AdvisorInput input) {
-  if (input.lengths.empty()) return absl::InvalidArgumentError("no observed lengths");
+  if (input.lengths.empty() && input.counted.empty()) return absl::InvalidArgumentError("no observed lengths");
   if (input.batch_size < 1 || input.max_buckets < 1 || input.multiple_of < 1 || input.max_candidates < 1) {
     return absl::InvalidArgumentError("batch size, max buckets, multiple-of and max candidates must be >= 1");
   }
-  std::vector<int64_t> sorted = std::move(input.lengths);
+  std::vector<LengthCount> counts = std::move(input.counted);
+  for (int64_t l : input.lengths) counts.push_back({l, 1});
   input.lengths.clear();
-  std::sort(sorted.begin(), sorted.end());
-  if (sorted.front() < 1) return absl::InvalidArgumentError("lengths must be positive");
+  input.counted.clear();
+  for (const LengthCount& c : counts) {
+    if (c.length < 1) return absl::InvalidArgumentError("lengths must be positive");
+    if (c.count < 0) return absl::InvalidArgumentError("request counts must not be negative");
+  }
   int64_t clipped = 0;
   if (input.clip_to > 0) {
-    for (int64_t& l : sorted) {
-      if (l > input.clip_to) {
-        l = input.clip_to;
-        ++clipped;
+    for (LengthCount& c : counts) {
+      if (c.length > input.clip_to) {
+        c.length = input.clip_to;
+        clipped += c.count;
       }
     }
   }
+  const std::vector<LengthCount> sorted = MergeLengthCounts(std::move(counts));
+  if (sorted.empty()) return absl::InvalidArgumentError("no observed requests (every count is 0)");
 
   Advice advice;
-  advice.requests = static_cast<int64_t>(sorted.size());
-  advice.max_length = sorted.back();
+  advice.notes = std::move(input.lengths_notes);
+  input.lengths_notes.clear();
+  for (const LengthCount& c : sorted) advice.requests += c.count;
+  advice.max_length = sorted.back().length;
   const Candidates candidates = BuildCandidates(sorted, input.multiple_of, input.max_candidates);
   advice.distinct_lengths = candidates.distinct_lengths;
   advice.candidates = static_cast<int64_t>(candidates.lengths.size());

@@ -18,11 +18,15 @@
 
 #include "absl/status/statusor.h"
 #include "loadtest/advisor/cost_model.h"
+#include "loadtest/advisor/observed_lengths.h"
 
 namespace sluice::advisor {
 
 struct AdvisorInput {
   std::vector<int64_t> lengths;        // observed request lengths, in steps (positive)
+  std::vector<LengthCount> counted;    // and/or lengths with their request counts (e.g. a histogram's buckets)
+  std::string lengths_source;          // where the lengths came from, for the report ("" = not said)
+  std::vector<std::string> lengths_notes;  // the reader's caveats (upper-bound placement, resampling, ...)
   CostModel cost;
   std::string cost_source;             // how `cost` was obtained, for the report
   int batch_size = 1;                  // B in the cost model
@@ -60,7 +64,7 @@ struct PlanRow {
 };
 
 struct Advice {
-  AdvisorInput input;  // lengths dropped (not echoed back)
+  AdvisorInput input;  // lengths and counted dropped (not echoed back)
   int64_t requests = 0;
   int64_t max_length = 0;
   int64_t distinct_lengths = 0;  // after rounding to multiple_of
@@ -68,21 +72,24 @@ struct Advice {
   bool candidates_merged = false;
   std::vector<int64_t> bucket_lengths;  // the advice
   std::vector<PlanRow> plans;           // advised first, then current (if given), powers of two, pad-to-max
-  std::vector<std::string> notes;       // caveats worth printing (merged candidates, implausible cost model, ...)
+  std::vector<std::string> notes;       // caveats worth printing (the reader's first, then merged candidates,
+                                        // an implausible cost model, ...)
 
   // `buckets: {lengths: [...], batch_sizes: [...]}` for config.yaml (batch sizes only when known).
   std::string ConfigLine() const;
 };
 
-// Evaluates one bucket choice on the observed lengths. REQUIRES: bucket_lengths ascending, non-empty.
+// Evaluates one bucket choice on the observed lengths. REQUIRES: bucket_lengths ascending, non-empty; counts
+// ascending by length (MergeLengthCounts).
 PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket_lengths,
-                     const std::vector<int64_t>& sorted_lengths, const CostModel& cost, int batch_size,
+                     const std::vector<LengthCount>& sorted_counts, const CostModel& cost, int batch_size,
                      int graphs_per_length);
 
 // unit·2^k lengths, `count` of them (fewer if they would go below unit), the largest the first ≥ max_length.
 std::vector<int64_t> PowersOfTwo(int64_t max_length, int count, int64_t unit);
 
-// REQUIRES: non-empty positive lengths, batch_size ≥ 1, max_buckets ≥ 1, multiple_of ≥ 1, max_candidates ≥ 1.
+// REQUIRES: positive lengths (plain and counted together non-empty, counts ≥ 0), batch_size ≥ 1,
+// max_buckets ≥ 1, multiple_of ≥ 1, max_candidates ≥ 1.
 absl::StatusOr<Advice> Advise(AdvisorInput input);
 
 }  // namespace sluice::advisor

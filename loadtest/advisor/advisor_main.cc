@@ -1,10 +1,13 @@
 // sluice-advisor: which bucket lengths to compile for a model, from the lengths its traffic really has.
-// Reads the observed request lengths, a cost model (given, fitted to sluice-bench-backend timings, taken from a
+// Reads the observed request lengths (a file of lengths, a server's sluice_request_length histogram from /metrics,
+// or a folder of recordings), a cost model (given, fitted to sluice-bench-backend timings, taken from a
 // sim model's config, or a default for illustration), solves for the bucket lengths with the least expected
 // compute per request under a graph budget, and prints them beside the current config, powers of two and
 // pad-to-max. See README.md "Bucket advisor". Exit codes: 0 done, 2 bad arguments or files.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
@@ -13,9 +16,12 @@
 #include "backend/base/model_config.h"
 #include "loadtest/advisor/advisor.h"
 #include "loadtest/advisor/advisor_report.h"
+#include "loadtest/advisor/audio_lengths.h"
 #include "loadtest/advisor/bench_timings.h"
 #include "loadtest/advisor/cost_model.h"
+#include "loadtest/advisor/metrics_lengths.h"
 #include "loadtest/advisor/observed_lengths.h"
+#include "loadtest/prometheus_text.h"
 
 namespace sluice::advisor {
 namespace {
@@ -25,6 +31,11 @@ constexpr int kExitUsage = 2;
 struct Flags {
   std::string lengths_file;
   std::string column;
+  std::string metrics_url;
+  std::string metrics_file;
+  std::string token;
+  double metrics_timeout_s = 10;
+  std::string audio_folder;
   int max_buckets = 4;
   int64_t multiple_of = 1;
   int64_t max_candidates = 2000;
@@ -92,15 +103,84 @@ int ChooseCost(const Flags& f, const std::optional<ModelConfig>& model, AdvisorI
   return 0;
 }
 
+// The flag that gives the traffic, or "" when none does.
+std::string TrafficFlag(const Flags& f) {
+  if (!f.lengths_file.empty()) return "--lengths-file";
+  if (!f.metrics_url.empty()) return "--metrics-url";
+  if (!f.metrics_file.empty()) return "--metrics-file";
+  if (!f.audio_folder.empty()) return "--audio-folder";
+  return "";
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Fills the observed lengths (and where they came from) from the one traffic flag given. Returns the exit code on
+// failure, 0 on success.
+int ReadTraffic(const Flags& f, const std::optional<ModelConfig>& model, AdvisorInput* in) {
+  if (!f.lengths_file.empty()) {
+    absl::StatusOr<std::vector<int64_t>> lengths = ReadLengthsFile(f.lengths_file, f.column);
+    if (!lengths.ok()) return Usage("--lengths-file", lengths.status().message());
+    in->lengths_source = absl::StrCat(lengths->size(), " lengths in ", f.lengths_file);
+    in->lengths = std::move(*lengths);
+    return 0;
+  }
+  if (!f.audio_folder.empty()) {
+    if (!in->sample_rate) {
+      return Usage("--audio-folder", "needs --model-config of a speech model (its input's sample_rate says what "
+                                     "rate the lengths are counted at)");
+    }
+    absl::StatusOr<AudioLengths> audio = LengthsFromAudioFolder(f.audio_folder, *in->sample_rate);
+    if (!audio.ok()) return Usage("--audio-folder", audio.status().message());
+    in->lengths_source = audio->Describe(f.audio_folder, *in->sample_rate);
+    in->lengths_notes = audio->Notes(*in->sample_rate);
+    in->lengths = std::move(audio->lengths);
+    return 0;
+  }
+  const std::string flag = !f.metrics_url.empty() ? "--metrics-url" : "--metrics-file";
+  const std::string source = !f.metrics_url.empty() ? f.metrics_url : f.metrics_file;
+  absl::StatusOr<std::string> text = !f.metrics_url.empty()
+                                         ? loadtest::HttpGet(f.metrics_url, f.metrics_timeout_s, f.token)
+                                         : ReadText(f.metrics_file);
+  if (!text.ok()) return Usage(flag, text.status().message());
+  const std::string name = !f.model.empty() ? f.model : model ? model->name : "";
+  absl::StatusOr<HistogramLengths> histogram = LengthsFromMetricsText(*text, name, source);
+  if (!histogram.ok()) return Usage(flag, histogram.status().message());
+  in->lengths_source = histogram->Describe(source);
+  in->lengths_notes = histogram->Notes();
+  in->counted = std::move(histogram->counts);
+  return 0;
+}
+
 void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("--lengths-file", f.lengths_file,
-                 "observed request lengths in the model's steps (samples or tokens): one per line, or a CSV / "
-                 "JSON-lines column (see --column); '#' lines are skipped")
-      ->required()->group("Traffic");
+  auto* file = app.add_option("--lengths-file", f.lengths_file,
+                              "observed request lengths in the model's steps (samples or tokens): one per line, or "
+                              "a CSV / JSON-lines column (see --column); '#' lines are skipped")
+                   ->group("Traffic");
   app.add_option("--column", f.column,
                  "CSV column (header name or 0-based index) or JSON-lines key holding the length (default: "
                  "'length', or the first CSV column)")
-      ->group("Traffic");
+      ->needs(file)->group("Traffic");
+  auto* url = app.add_option("--metrics-url", f.metrics_url,
+                             "a running sluice-server's /metrics (e.g. http://127.0.0.1:8000/metrics), read once: "
+                             "the sluice_request_length histogram of --model; each histogram bucket's requests count "
+                             "at its upper bound (safe: every request must fit; lengths overstated by up to ~5 %)")
+                  ->excludes(file)->group("Traffic");
+  auto* metrics_file = app.add_option("--metrics-file", f.metrics_file,
+                                      "a saved /metrics page, read as --metrics-url")
+                           ->excludes(file)->excludes(url)->group("Traffic");
+  app.add_option("--token", f.token, "bearer token for --metrics-url")->needs(url)->group("Traffic");
+  app.add_option("--metrics-timeout", f.metrics_timeout_s, "seconds to wait for --metrics-url")
+      ->check(CLI::PositiveNumber)->capture_default_str()->needs(url)->group("Traffic");
+  app.add_option("--audio-folder", f.audio_folder,
+                 "recordings (any format libsndfile reads; not subfolders): each one's length in samples, "
+                 "resampled (rounded up) to the sample_rate of --model-config's speech input")
+      ->excludes(file)->excludes(url)->excludes(metrics_file)->group("Traffic");
   app.add_option("--max-length", f.max_length,
                  "count longer observed lengths as this (sluice-loadtest clips to the largest bucket the same way); "
                  "default: no clipping")
@@ -124,11 +204,13 @@ void AddFlags(CLI::App& app, Flags& f) {
                               "model's own)")
                    ->group("Cost");
   app.add_option("--bench-json,--bench", f.bench_file,
-                 "timings to fit a, b, c to by least squares: JSON objects with batch_size, length, p50_ms, or "
-                 "the text sluice-bench-backend prints")
+                 "timings to fit a, b, c to by least squares: what sluice-bench-backend --json writes, any JSON "
+                 "objects with batch_size, length, p50_ms, or the text sluice-bench-backend prints")
       ->excludes(cost)->group("Cost");
-  app.add_option("--model", f.model, "the model whose timings to use in --bench-json (default: --model-config's)")
-      ->group("Cost");
+  app.add_option("--model", f.model,
+                 "the model whose histogram to read from /metrics and whose timings to use in --bench-json "
+                 "(default: --model-config's, else the only one there)")
+      ->group("Traffic");
   app.add_option("--model-config", f.model_config,
                  "the model's config.yaml (or its directory): current buckets, batch sizes, sample rate")
       ->group("Compare");
@@ -157,9 +239,13 @@ int Run(const Flags& f) {
     in.current = *current;
     in.current_source = "--current";
   }
-  absl::StatusOr<std::vector<int64_t>> lengths = ReadLengthsFile(f.lengths_file, f.column);
-  if (!lengths.ok()) return Usage("--lengths-file", lengths.status().message());
-  in.lengths = std::move(*lengths);
+  const std::string traffic_flag = TrafficFlag(f);
+  if (traffic_flag.empty()) {
+    std::cerr << "sluice-advisor: no traffic: give one of --lengths-file FILE, --metrics-url URL, --metrics-file "
+                 "FILE or --audio-folder DIR (see --help)\n";
+    return kExitUsage;
+  }
+  if (int rc = ReadTraffic(f, model, &in); rc != 0) return rc;
   if (int rc = ChooseCost(f, model, &in); rc != 0) return rc;
   in.batch_size = f.batch_size > 0 ? f.batch_size : model ? model->max_batch_size() : 1;
   in.max_buckets = f.max_buckets;
@@ -170,7 +256,7 @@ int Run(const Flags& f) {
   in.clip_to = f.max_length;
 
   absl::StatusOr<Advice> advice = Advise(std::move(in));
-  if (!advice.ok()) return Usage("--lengths-file", advice.status().message());
+  if (!advice.ok()) return Usage(traffic_flag, advice.status().message());
   std::cout << FormatAdvice(*advice);
   if (!f.json_path.empty()) {
     if (absl::Status s = WriteAdviceJson(*advice, f.json_path); !s.ok()) return Usage("--json", s.message());

@@ -50,6 +50,7 @@ std::string FormatAdvice(const Advice& a) {
                                                                       in.multiple_of)
                                                        : std::string(),
                                     a.candidates, a.candidates_merged ? " (quantile-merged)" : "");
+  if (!in.lengths_source.empty()) absl::StrAppend(&out, "  lengths: ", in.lengths_source, "\n");
   absl::StrAppend(&out, absl::StrFormat("  cost: %s (%s), B = %d; budget %d lengths%s\n", in.cost.ToString(),
                                         in.cost_source, in.batch_size, in.max_buckets,
                                         in.per_bucket_penalty > 0
@@ -85,6 +86,8 @@ std::string AdviceToJson(const Advice& a) {
   w.String("sluice-advisor/1");
   w.Key("requests");
   w.Int64(a.requests);
+  w.Key("lengths_source");
+  w.String(in.lengths_source.c_str());
   w.Key("max_length");
   w.Int64(a.max_length);
   w.Key("distinct_lengths");

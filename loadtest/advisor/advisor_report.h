@@ -13,7 +13,7 @@ namespace sluice::advisor {
 
 std::string FormatAdvice(const Advice& advice);
 
-// {"schema": "sluice-advisor/1", "requests", "max_length", "distinct_lengths", "candidates", "candidates_merged",
+// {"schema": "sluice-advisor/1", "requests", "lengths_source", "max_length", "distinct_lengths", "candidates", "candidates_merged",
 //  "multiple_of", "batch_size", "batch_sizes", "max_buckets", "per_bucket_penalty_s", "sample_rate",
 //  "cost_model": {"a", "b", "c", "source"}, "bucket_lengths": [...], "config_line",
 //  "plans": [{"name", "lengths", "buckets", "graphs", "requests", "refused", "real_steps", "padded_steps",

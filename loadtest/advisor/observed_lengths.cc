@@ -143,13 +143,41 @@ absl::StatusOr<std::vector<int64_t>> ReadLengthsFile(const std::string& path, co
   return ParseLengths(text.str(), column, path);
 }
 
+std::vector<LengthCount> MergeLengthCounts(std::vector<LengthCount> counts) {
+  std::sort(counts.begin(), counts.end(), [](const LengthCount& x, const LengthCount& y) { return x.length < y.length; });
+  std::vector<LengthCount> merged;
+  for (const LengthCount& c : counts) {
+    if (c.count <= 0) continue;
+    if (!merged.empty() && merged.back().length == c.length) {
+      merged.back().count += c.count;
+    } else {
+      merged.push_back(c);
+    }
+  }
+  return merged;
+}
+
+std::vector<LengthCount> CountLengths(const std::vector<int64_t>& lengths) {
+  std::vector<LengthCount> counts;
+  counts.reserve(lengths.size());
+  for (int64_t l : lengths) counts.push_back({l, 1});
+  return MergeLengthCounts(std::move(counts));
+}
+
 Candidates BuildCandidates(const std::vector<int64_t>& lengths, int64_t multiple_of, int64_t max_candidates) {
+  return BuildCandidates(CountLengths(lengths), multiple_of, max_candidates);
+}
+
+Candidates BuildCandidates(const std::vector<LengthCount>& counts, int64_t multiple_of, int64_t max_candidates) {
   std::map<int64_t, std::pair<double, double>> by_length;  // rounded length -> (requests, real steps)
-  for (int64_t l : lengths) {
-    const int64_t rounded = (l + multiple_of - 1) / multiple_of * multiple_of;
+  double total = 0;
+  for (const LengthCount& c : counts) {
+    if (c.count <= 0) continue;
+    const int64_t rounded = (c.length + multiple_of - 1) / multiple_of * multiple_of;
     auto& [requests, steps] = by_length[rounded];
-    requests += 1;
-    steps += static_cast<double>(l);
+    requests += static_cast<double>(c.count);
+    steps += static_cast<double>(c.length) * static_cast<double>(c.count);
+    total += static_cast<double>(c.count);
   }
   Candidates c;
   c.distinct_lengths = static_cast<int64_t>(by_length.size());
@@ -163,7 +191,6 @@ Candidates BuildCandidates(const std::vector<int64_t>& lengths, int64_t multiple
   }
   // Quantile groups: close group g once the cumulative count reaches (g + 1) / max_candidates of all requests.
   c.merged = true;
-  const double total = static_cast<double>(lengths.size());
   double cumulative = 0, group_requests = 0, group_steps = 0;
   int64_t group = 0;
   for (auto it = by_length.begin(); it != by_length.end(); ++it) {

@@ -23,6 +23,17 @@ absl::StatusOr<std::vector<int64_t>> ParseLengths(absl::string_view text, const 
                                                   const std::string& source_name);
 absl::StatusOr<std::vector<int64_t>> ReadLengthsFile(const std::string& path, const std::string& column);
 
+// One observed length and how many requests had it: the weighted form of the traffic (a histogram's buckets,
+// or a list of lengths counted), so millions of requests cost one entry per distinct length.
+struct LengthCount {
+  int64_t length = 0;
+  int64_t count = 0;
+};
+
+// Ascending by length, equal lengths merged, zero counts dropped.
+std::vector<LengthCount> CountLengths(const std::vector<int64_t>& lengths);
+std::vector<LengthCount> MergeLengthCounts(std::vector<LengthCount> counts);
+
 // Candidate bucket lengths: the distinct observed lengths (rounded up to a multiple of `multiple_of`), sorted,
 // with how many requests land on each and their real steps. When there are more than `max_candidates`, adjacent
 // candidates are merged into quantile groups of about equal request counts, each represented by its largest
@@ -35,7 +46,8 @@ struct Candidates {
   bool merged = false;             // true when quantile merging reduced the candidates
 };
 
-// REQUIRES: lengths non-empty and positive, multiple_of ≥ 1, max_candidates ≥ 1.
+// REQUIRES: some positive count, positive lengths, multiple_of ≥ 1, max_candidates ≥ 1.
+Candidates BuildCandidates(const std::vector<LengthCount>& counts, int64_t multiple_of, int64_t max_candidates);
 Candidates BuildCandidates(const std::vector<int64_t>& lengths, int64_t multiple_of, int64_t max_candidates);
 
 }  // namespace sluice::advisor

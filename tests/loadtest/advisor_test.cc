@@ -16,6 +16,7 @@
 #include "loadtest/advisor/bucket_dp.h"
 #include "loadtest/advisor/cost_model.h"
 #include "loadtest/advisor/observed_lengths.h"
+#include "tests/loadtest/advisor_cli.h"
 
 namespace sluice::advisor {
 namespace {
@@ -303,33 +304,7 @@ TEST(AdvisorReport, TableAndJsonCarryTheChosenLengthsAndEveryPlan) {
 
 // --- the command line, end to end ---
 
-class AdvisorCli : public testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("sluice_advisor_test_" + std::to_string(::getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  // Runs sluice-advisor with `args`; returns its exit code, stdout+stderr in *output.
-  int Run(const std::string& args, std::string* output) {
-    const std::string out = (dir_ / "out.txt").string();
-    const int rc = std::system((std::string(SLUICE_ADVISOR_BINARY) + " " + args + " > " + out + " 2>&1").c_str());
-    std::ifstream in(out);
-    std::stringstream text;
-    text << in.rdbuf();
-    *output = text.str();
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  }
-  std::filesystem::path dir_;
-};
+class AdvisorCli : public AdvisorCliTest {};
 
 TEST_F(AdvisorCli, WritesJsonWithTheBucketLengths) {
   std::string lengths;

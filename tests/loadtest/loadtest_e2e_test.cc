@@ -322,7 +322,7 @@ TEST_F(LoadtestE2eTest, HttpProtocolReportsWhatGrpcReports) {
   const std::string deadline_json = Path("http_deadline.json");
   r = Run(http + "-m asr_ctc --lengths fixed:16s -c 2 -n 10 --timeout-ms 1 --json " + deadline_json, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(Number(Json(deadline_json), "/results/errors_by_code/DEADLINE_EXCEEDED"), 10);
+  EXPECT_EQ(Number(Json(deadline_json), "/results/errors_by_code/DEADLINE_EXCEEDED"), 10) << r.output;
   EXPECT_EQ(Run(http + "-m no_such_model -c 1 -n 1", false).exit_code, 3);
 
   r = Run("--protocol http -u " + server_->http_address() + " -m text_embed --verify --model-repository "

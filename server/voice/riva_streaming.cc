@@ -1,0 +1,319 @@
+#include "server/voice/riva_streaming.h"
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "server/grpc_service.h"
+#include "server/voice/audio_decode.h"
+#include "server/voice/riva_results.h"
+#include "server/voice/streaming_session.h"
+
+namespace sluice::voice {
+namespace {
+
+namespace riva = nvidia::riva::asr;
+
+constexpr int kMaxBacklogWindows = 2;
+
+class StreamingReactor final
+    : public grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse> {
+ public:
+  StreamingReactor(grpc::CallbackServerContext* context, ModelHub* hub, VoiceModels* models, VoiceMetrics* metrics)
+      : hub_(hub), models_(models), metrics_(metrics) {
+    if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+      deadline_ = absl::FromChrono(context->deadline());
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    std::optional<StreamWindow> window;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finishing_) return;
+      if (!ok) {
+        HalfClosed();
+      } else if (!voice_) {
+        Configure();
+      } else {
+        AddAudio();
+      }
+      if (!finishing_) window = NextWindowLocked();
+      WriteOrFinishLocked();
+    }
+    RunWindow(std::move(window));
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) {  // the client is gone: nothing more can be sent
+      FailLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream"));
+      writes_.clear();
+    } else {
+      writes_.pop_front();
+    }
+    WriteOrFinishLocked();
+  }
+
+  void OnCancel() override {
+    InferHandle handle;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      handle = window_handle_;
+    }
+    handle.Cancel();
+  }
+
+  void OnDone() override {
+    bool delete_now;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      if (voice_) {
+        metrics_->StreamClosed(voice_->model.config());
+        metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kStreaming, finish_code_);
+      }
+      delete_now = !window_running_;
+    }
+    if (delete_now) delete this;
+  }
+
+ private:
+  // The first message: the streaming config names the model and the audio format.
+  void Configure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!request_.has_streaming_config()) {
+      return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "the first StreamingRecognizeRequest must carry streaming_config"));
+    }
+    if (hub_->draining()) return FailLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
+    const riva::StreamingRecognitionConfig& config = request_.streaming_config();
+    absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
+    if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
+    const SpeechModel& model = (*voice)->model;
+    absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder =
+        StreamingAudioDecoder::Create(DeclaredFrom(config.config()), model.sample_rate());
+    if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
+    absl::StatusOr<StreamingSession> session = StreamingSession::Create(
+        StreamingSessionOptions{.sample_rate = model.sample_rate(),
+                                .frame_samples = model.speech().frame_samples,
+                                .max_window_samples = model.max_window_samples(),
+                                .blank = model.speech().blank,
+                                .streaming = model.speech().streaming,
+                                .interim_results = config.interim_results()},
+        (*voice)->decoder.get());
+    if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
+    voice_ = *voice;
+    word_times_ = config.config().enable_word_time_offsets();
+    if (request_.has_id()) id_ = request_.id();
+    audio_decoder_ = *std::move(decoder);
+    session_.emplace(*std::move(session));
+    metrics_->StreamOpened(model.config());
+    StartRead(&request_);
+  }
+
+  void AddAudio() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (request_.has_streaming_config()) {
+      return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "streaming_config may only be sent in the first message"));
+    }
+    std::vector<float> samples;
+    if (absl::Status appended = audio_decoder_->Append(request_.audio_content(), &samples); !appended.ok()) {
+      return FailLocked(ToGrpcStatus(appended));
+    }
+    if (!Accept(samples)) return;
+    if (!Backlogged()) {
+      StartRead(&request_);
+    } else {
+      read_paused_ = true;  // resumed by a finished window (flow control)
+    }
+  }
+
+  // The client finished sending: flush the decoder, then the session finishes its segment.
+  void HalfClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (cancelled_) return FailLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream"));
+    if (!voice_) {
+      return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "the stream ended before its streaming_config"));
+    }
+    std::vector<float> tail;
+    if (absl::Status flushed = audio_decoder_->Finish(&tail); !flushed.ok()) return FailLocked(ToGrpcStatus(flushed));
+    if (!Accept(tail)) return;
+    session_->EndOfAudio(absl::Now());
+  }
+
+  // False (and the stream failed) when the audio passes the model's max_audio_seconds.
+  bool Accept(const std::vector<float>& samples) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const SpeechModel& model = voice_->model;
+    const double seconds = static_cast<double>(samples.size()) / model.sample_rate();
+    metrics_->RecordAudio(model.config(), VoiceApi::kStreaming, seconds);
+    const double total =
+        static_cast<double>(session_->received_samples() + static_cast<int64_t>(samples.size())) / model.sample_rate();
+    if (total > model.speech().max_audio_seconds) {
+      FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              absl::StrCat("the stream's audio passed max_audio_seconds (",
+                                           model.speech().max_audio_seconds, " s) of model '", model.name(), "'")));
+      return false;
+    }
+    session_->AddAudio(samples, absl::Now());
+    return true;
+  }
+
+  bool Backlogged() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return session_->backlog_samples() > kMaxBacklogWindows * voice_->model.max_window_samples();
+  }
+
+  // The next window to run (marked running), or a closing final result queued for writing.
+  std::optional<StreamWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!session_ || window_running_ || finishing_) return std::nullopt;
+    std::optional<StreamWindow> window = session_->NextWindow();
+    if (window) {
+      window_running_ = true;
+      return window;
+    }
+    if (std::optional<WindowOutcome> closing = session_->TakeClosingResult(absl::Now())) Deliver(*closing);
+    WriteOrFinishLocked();
+    return std::nullopt;
+  }
+
+  // Not under mu_: a refused window completes on this thread, inside Run.
+  void RunWindow(std::optional<StreamWindow> window) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!window) return;
+    InferHandle handle = voice_->model.Run(std::move(window->samples), deadline_,
+                                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
+    absl::MutexLock lock(&mu_);
+    if (window_running_) window_handle_ = std::move(handle);
+  }
+
+  void OnWindow(absl::StatusOr<WindowLogProbs> result) ABSL_LOCKS_EXCLUDED(mu_) {
+    std::optional<StreamWindow> next;
+    bool delete_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      window_running_ = false;
+      window_handle_ = InferHandle();
+      if (done_) {
+        delete_now = true;  // OnDone already ran and left the deletion to this completion
+      } else if (!finishing_) {
+        if (!result.ok()) {
+          FailLocked(ToGrpcStatus(result.status()));
+        } else if (absl::StatusOr<WindowOutcome> outcome = session_->OnWindowDone(*result, absl::Now());
+                   !outcome.ok()) {
+          FailLocked(ToGrpcStatus(outcome.status()));
+        } else {
+          Deliver(*outcome);
+          if (read_paused_ && !Backlogged()) {
+            read_paused_ = false;
+            StartRead(&request_);
+          }
+          next = NextWindowLocked();
+        }
+        WriteOrFinishLocked();
+      }
+    }
+    if (delete_now) {
+      delete this;
+      return;
+    }
+    RunWindow(std::move(next));
+  }
+
+  void Deliver(const WindowOutcome& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const ModelConfig& config = voice_->model.config();
+    for (absl::Duration latency : outcome.chunk_latencies) metrics_->RecordChunkLatency(config, latency);
+    if (outcome.final_latency) metrics_->RecordFinalLatency(config, *outcome.final_latency);
+    for (const StreamResult& result : outcome.results) {
+      riva::StreamingRecognizeResponse& response = writes_.emplace_back();
+      if (id_) *response.mutable_id() = *id_;
+      riva::StreamingRecognitionResult* out = response.add_results();
+      FillAlternative(result.transcript, word_times_, *out->add_alternatives());
+      out->set_is_final(result.is_final);
+      out->set_stability(result.stability);
+      out->set_channel_tag(1);
+      out->set_audio_processed(static_cast<float>(result.audio_processed));
+      if (result.is_final) {
+        const double newly = result.audio_processed - reported_processed_;
+        metrics_->RecordProcessed(config, VoiceApi::kStreaming, newly, absl::Now());
+        reported_processed_ = result.audio_processed;
+      }
+    }
+  }
+
+  void FailLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (failure_) return;
+    failure_ = status;
+    // Results not yet sent are dropped with the stream; the one being written stays at the front until
+    // OnWriteDone pops it.
+    writes_.erase(writes_.begin() + (writing_ && !writes_.empty() ? 1 : 0), writes_.end());
+  }
+
+  // Starts the next write, or finishes the call once everything is written (or the stream failed).
+  void WriteOrFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finishing_) return;
+    if (!failure_ && !writes_.empty()) {
+      writing_ = true;
+      StartWrite(&writes_.front());
+      return;
+    }
+    const bool complete = session_ && session_->finished() && !window_running_;
+    if (!failure_ && !complete) return;
+    finishing_ = true;
+    const grpc::Status status = failure_.value_or(grpc::Status::OK);
+    finish_code_ = static_cast<int>(status.error_code());
+    Finish(status);
+  }
+
+  ModelHub* const hub_;
+  VoiceModels* const models_;
+  VoiceMetrics* const metrics_;
+  absl::Time deadline_ = absl::InfiniteFuture();
+  riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
+
+  absl::Mutex mu_;
+  // Written once, under mu_, by Configure (before any window exists); read-only after, so RunWindow reads it
+  // without the lock.
+  const VoiceModel* voice_ = nullptr;
+  bool word_times_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<StreamingAudioDecoder> audio_decoder_ ABSL_GUARDED_BY(mu_);
+  std::optional<StreamingSession> session_ ABSL_GUARDED_BY(mu_);
+  bool window_running_ ABSL_GUARDED_BY(mu_) = false;
+  InferHandle window_handle_ ABSL_GUARDED_BY(mu_);
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<riva::StreamingRecognizeResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: being written
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> failure_ ABSL_GUARDED_BY(mu_);
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  int finish_code_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  double reported_processed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class RefusedStream final
+    : public grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse>* RefuseStream(
+    const grpc::Status& status) {
+  return new RefusedStream(status);
+}
+
+grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse>* StartStreamingRecognize(
+    grpc::CallbackServerContext* context, ModelHub* hub, VoiceModels* models, VoiceMetrics* metrics) {
+  return new StreamingReactor(context, hub, models, metrics);
+}
+
+}  // namespace sluice::voice

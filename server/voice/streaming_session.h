@@ -1,0 +1,124 @@
+// One StreamingRecognize stream's recognition state, independent of gRPC: audio in (already decoded to the
+// model's rate), windows out to run through the model, results back.
+//
+// The algorithm. Audio is cut into segments (an utterance each). Within a segment, output frames are either
+// committed (decided; never recomputed) or provisional (the newest `lookahead` of the last run, which a later run
+// redoes with more right context). Once per `step` of new audio one window runs:
+//     [max(segment start, commit point - left_context), newest audio)     (at most the largest bucket long)
+// so every window is about left_context + lookahead + step long: the same bucket for every stream, and the
+// windows of many streams batch together. Its frames from the commit point on replace the provisional ones; those
+// more than `lookahead` before the window's end are committed. An interim result (interim_results) carries the
+// segment's transcript so far. A final result (is_final) ends the segment when its output ends in
+// endpoint_silence_ms of blank frames after some speech, when the segment reaches kMaxSegmentSeconds, or when the
+// stream's audio ends; the next segment starts at the newest audio. Word times count from the stream's start.
+//
+// Memory is bounded: audio before the next window's start is dropped, a segment keeps only its frames' log-probs
+// (and at most kMaxSegmentSeconds of them), and the caller stops reading while backlog_samples() is large.
+//
+// Thread-safety: none; the caller serialises every call (the gRPC reactor holds its mutex).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "backend/base/speech_config.h"
+#include "server/voice/ctc_decoder.h"
+#include "server/voice/speech_model.h"
+
+namespace sluice::voice {
+
+struct StreamingSessionOptions {
+  int sample_rate = 16000;
+  int64_t frame_samples = 640;
+  int64_t max_window_samples = 0;  // the largest bucket
+  int blank = 0;                   // the CTC blank's class (endpoint detection)
+  StreamingSpeechOptions streaming;
+  bool interim_results = false;
+};
+
+// One model run the stream needs: audio samples [start, end) of the stream.
+struct StreamWindow {
+  std::vector<float> samples;
+  int64_t start = 0;
+  int64_t end = 0;
+  bool last = false;  // the stream's audio has ended and this window reaches its end: everything is committed
+};
+
+struct StreamResult {
+  Transcript transcript;
+  bool is_final = false;
+  float stability = 0;          // interim: the committed share of the segment's frames
+  double audio_processed = 0;   // seconds of the stream's audio processed so far
+};
+
+struct WindowOutcome {
+  std::vector<StreamResult> results;              // to send, in order (an interim, or a final)
+  std::vector<absl::Duration> chunk_latencies;    // chunks this window finished: received -> now
+  std::optional<absl::Duration> final_latency;    // a final: end of the segment's audio -> now
+};
+
+class StreamingSession {
+ public:
+  static constexpr double kMaxSegmentSeconds = 120;
+
+  // InvalidArgument when the windows cannot advance (left_context + lookahead + step must fit the largest bucket).
+  static absl::StatusOr<StreamingSession> Create(const StreamingSessionOptions& options, const CtcDecoder* decoder);
+
+  void AddAudio(std::span<const float> samples, absl::Time now);
+  void EndOfAudio(absl::Time now);
+
+  // The next window to run, when none is in flight and a step of new audio (or the end of the audio) is there.
+  std::optional<StreamWindow> NextWindow();
+  // The result of the window NextWindow gave last. FailedPrecondition when none is in flight; Internal when the
+  // model returned fewer frames than the window's audio needs.
+  absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now);
+  // At the end of the audio with nothing left to run: the segment's final result (once), else nullopt.
+  std::optional<WindowOutcome> TakeClosingResult(absl::Time now);
+
+  bool finished() const { return finished_; }
+  bool window_in_flight() const { return in_flight_.has_value(); }
+  // Audio received but not yet run: the caller pauses reading above a bound (flow control).
+  int64_t backlog_samples() const { return received_ - processed_; }
+  int64_t received_samples() const { return received_; }
+
+ private:
+  StreamingSession(const StreamingSessionOptions& options, const CtcDecoder* decoder)
+      : options_(options), decoder_(decoder) {}
+  int64_t commit_sample() const;
+  int64_t NextWindowStart() const;
+  Transcript DecodeSegment() const;
+  bool AtEndpoint() const;
+  StreamResult Final();
+  void StartSegment(int64_t at);
+  void DropAudioBefore(int64_t sample);
+
+  StreamingSessionOptions options_;
+  const CtcDecoder* decoder_;
+  int64_t classes_ = 0;
+  int64_t context_samples_ = 0;   // left context, whole frames
+  int64_t lookahead_samples_ = 0;
+  int64_t step_samples_ = 0;
+  int64_t endpoint_frames_ = 0;
+
+  std::vector<float> audio_;      // stream samples [audio_base_, received_)
+  int64_t audio_base_ = 0;
+  int64_t received_ = 0;
+  int64_t processed_ = 0;         // end of the last window run
+  bool end_of_audio_ = false;
+  absl::Time end_of_audio_at_;
+  bool finished_ = false;
+  std::deque<std::pair<int64_t, absl::Time>> chunks_;  // (end sample, received at) of chunks not yet processed
+  std::optional<absl::Time> last_chunk_done_at_;       // when the newest processed chunk arrived
+
+  int64_t segment_start_ = 0;
+  std::vector<float> committed_;    // [frames, classes] of the segment, decided
+  std::vector<float> provisional_;  // [frames, classes] after the committed ones, from the last window
+  std::optional<StreamWindow> in_flight_;  // its samples moved out: start, end and last only
+};
+
+}  // namespace sluice::voice

@@ -1,0 +1,62 @@
+#include "server/voice/voice_models.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice::voice {
+
+absl::Status VoiceModels::EnsureBuilt() {
+  absl::MutexLock lock(&mu_);
+  if (built_) return absl::OkStatus();
+  if (hub_->models().empty()) {  // not published yet
+    return absl::UnavailableError("the server is loading its models; retry when it is ready");
+  }
+  for (const std::unique_ptr<ServedModel>& served : hub_->models()) {
+    if (!served->config().speech) continue;
+    absl::StatusOr<SpeechModel> model = SpeechModel::Create(served.get());
+    if (!model.ok()) continue;  // not servable as speech (e.g. extra inputs): KServe v2 only
+    const SpeechOptions& speech = served->config().speech.value();
+    SymbolTable symbols{.symbols = speech.vocabulary, .blank = speech.blank, .word_separator = speech.word_separator};
+    auto entry = std::make_unique<VoiceModel>(
+        VoiceModel{.model = *model, .decoder = std::make_unique<GreedyCtcDecoder>(std::move(symbols))});
+    models_.push_back(std::move(entry));
+  }
+  std::sort(models_.begin(), models_.end(),
+            [](const auto& a, const auto& b) { return a->model.name() < b->model.name(); });
+  built_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<const VoiceModel*>> VoiceModels::All() {
+  if (absl::Status built = EnsureBuilt(); !built.ok()) return built;
+  absl::MutexLock lock(&mu_);
+  std::vector<const VoiceModel*> all;
+  for (const auto& model : models_) all.push_back(model.get());
+  return all;
+}
+
+absl::StatusOr<const VoiceModel*> VoiceModels::Find(std::string_view name) {
+  absl::StatusOr<std::vector<const VoiceModel*>> all = All();
+  if (!all.ok()) return all.status();
+  std::vector<std::string> names;
+  for (const VoiceModel* model : *all) {
+    if (name.empty() || model->model.name() == name) return model;
+    names.push_back(model->model.name());
+  }
+  if (all->empty()) {
+    return absl::NotFoundError(
+        "this server serves no speech model with a speech: section (the voice API needs one; see README)");
+  }
+  if (name.empty()) return absl::InternalError("unreachable: the default model exists when any does");
+  if (absl::StatusOr<ServedModel*> served = hub_->Find(name, ""); served.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", std::string(name), "' is served but not as speech (no speech: section in its config.yaml, or ",
+                     "not one FP32 audio input); speech models: ", absl::StrJoin(names, ", ")));
+  }
+  return absl::NotFoundError(
+      absl::StrCat("unknown speech model '", std::string(name), "'; speech models: ", absl::StrJoin(names, ", ")));
+}
+
+}  // namespace sluice::voice

@@ -1,0 +1,47 @@
+// The speech models the voice API serves: every published model with a `speech:` section, each with its CTC
+// decoder. Built once, on the first lookup after the hub has published its models (the server listens before
+// its models load; until then every lookup answers Unavailable, as the hub does).
+//
+// Model choice (RecognitionConfig.model): a name picks that model (NotFound naming the served speech models, or
+// InvalidArgument when the named model is served but has no speech section); an empty name picks the default —
+// the speech model first in name order.
+//
+// Thread-safety: every method may be called from any thread; entries never move or change once built.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/model_hub.h"
+#include "server/voice/ctc_decoder.h"
+#include "server/voice/speech_model.h"
+
+namespace sluice::voice {
+
+struct VoiceModel {
+  SpeechModel model;
+  std::unique_ptr<CtcDecoder> decoder;
+};
+
+class VoiceModels {
+ public:
+  explicit VoiceModels(ModelHub* hub) : hub_(hub) {}
+
+  absl::StatusOr<const VoiceModel*> Find(std::string_view name);
+  // Every voice model, in name order (the first is the default). Unavailable while the server loads.
+  absl::StatusOr<std::vector<const VoiceModel*>> All();
+
+ private:
+  absl::Status EnsureBuilt();
+
+  ModelHub* const hub_;
+  absl::Mutex mu_;
+  bool built_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<VoiceModel>> models_ ABSL_GUARDED_BY(mu_);  // sorted by name
+};
+
+}  // namespace sluice::voice

@@ -1,0 +1,221 @@
+// DecodeAudio on real files written by libsndfile in memory: WAV/FLAC/OGG/AIFF/AU and raw PCM16/mu-law/A-law decode to
+// mono at the target rate (exactly when no resampling is needed; frequency and length kept when it is), the
+// container's header wins over the declared rate, channels mix to their mean, and every bad input is refused
+// with InvalidArgument naming its problem, long audio before it is decoded.
+#include "server/voice/audio_decode.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/voice/audio_test_files.h"
+
+namespace sluice::voice {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::Encode;
+using testing::MaxDistanceToSine;
+using testing::RawPcm16;
+using testing::Sine;
+using testing::ToPcm16;
+using testing::ZeroCrossings;
+
+constexpr int kWav16 = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+constexpr DeclaredAudio kPcm16k = {AudioEncoding::kLinearPcm, 16000, 1};
+
+// Known extremes and steps, then a sine.
+std::vector<int16_t> KnownValuesAndSine(int rate) {
+  std::vector<int16_t> x = {0, 1, -1, 32767, -32768, 16384, -16384, 1000};
+  for (int16_t v : ToPcm16(Sine(440, rate, 0.5))) x.push_back(v);
+  return x;
+}
+
+absl::Status DecodeError(std::string_view bytes, const DeclaredAudio& declared, double max_seconds = 60) {
+  return DecodeAudio(bytes, declared, 16000, max_seconds).status();
+}
+
+TEST(DecodeAudioTest, Wav16kPassesThroughExactly) {
+  const std::vector<int16_t> x = KnownValuesAndSine(16000);
+  absl::StatusOr<DecodedAudio> audio = DecodeAudio(Encode(x, 16000, 1, kWav16), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_EQ(audio->format, "wav");
+  EXPECT_EQ(audio->source_rate_hz, 16000);
+  EXPECT_EQ(audio->source_channels, 1);
+  ASSERT_EQ(audio->samples.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(audio->samples[i], x[i] / 32768.0f) << i;
+  EXPECT_DOUBLE_EQ(audio->seconds(), x.size() / 16000.0);
+}
+
+class ResampleTest : public ::testing::TestWithParam<int> {};
+
+// One second of 440 Hz at each rate: 16000 samples at 16 kHz (+-4), 880 zero crossings, the same sine.
+TEST_P(ResampleTest, WavResamplesTo16kKeepingLengthAndFrequency) {
+  const int rate = GetParam();
+  absl::StatusOr<DecodedAudio> audio =
+      DecodeAudio(Encode(ToPcm16(Sine(440, rate, 1.0)), rate, 1, kWav16), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_EQ(audio->source_rate_hz, rate);
+  EXPECT_NEAR(static_cast<double>(audio->samples.size()), 16000, 4);
+  EXPECT_NEAR(audio->seconds(), 1.0, 4 / 16000.0);
+  EXPECT_NEAR(ZeroCrossings(audio->samples, 0, audio->samples.size()), 880, 2);
+  // Away from the edges (where the sinc filter sees the signal start and stop) it is the same sine.
+  EXPECT_LT(MaxDistanceToSine(audio->samples, 440, 16000, 400, 15600), 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, ResampleTest, ::testing::Values(8000, 22050, 44100, 48000));
+
+TEST(DecodeAudioTest, StereoMixesToTheMeanOfChannels) {
+  std::vector<int16_t> interleaved;
+  const std::vector<int16_t> left = ToPcm16(Sine(300, 16000, 0.25));
+  for (size_t i = 0; i < left.size(); ++i) interleaved.insert(interleaved.end(), {left[i], int16_t(1000 - i % 7)});
+  absl::StatusOr<DecodedAudio> audio = DecodeAudio(Encode(interleaved, 16000, 2, kWav16), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_EQ(audio->source_channels, 2);
+  ASSERT_EQ(audio->samples.size(), left.size());
+  for (size_t i = 0; i < left.size(); ++i) {
+    ASSERT_FLOAT_EQ(audio->samples[i], (left[i] + (1000 - static_cast<int>(i % 7))) / 65536.0f) << i;
+  }
+}
+
+TEST(DecodeAudioTest, FlacAiffAndAuDecodeLosslessly) {
+  const std::vector<int16_t> x = KnownValuesAndSine(16000);
+  for (auto [format, name] : {std::pair{SF_FORMAT_FLAC, "flac"}, std::pair{SF_FORMAT_AIFF, "aiff"},
+                              std::pair{SF_FORMAT_AU, "au"}}) {
+    absl::StatusOr<DecodedAudio> audio =
+        DecodeAudio(Encode(x, 16000, 1, format | SF_FORMAT_PCM_16), {AudioEncoding::kFlac, 0, 1}, 16000, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->format, name);
+    ASSERT_EQ(audio->samples.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(audio->samples[i], x[i] / 32768.0f) << name << " " << i;
+  }
+}
+
+TEST(DecodeAudioTest, OggVorbisAndOpusDecodeToTheSine) {
+  struct Case { int format; int rate; AudioEncoding declared; };
+  for (const Case& c : {Case{SF_FORMAT_OGG | SF_FORMAT_VORBIS, 44100, AudioEncoding::kLinearPcm},
+                        Case{SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, AudioEncoding::kOggOpus}}) {
+    SCOPED_TRACE(c.format);
+    const std::string ogg = Encode(Sine(440, c.rate, 1.0), c.rate, 1, c.format);
+    absl::StatusOr<DecodedAudio> audio = DecodeAudio(ogg, {c.declared, 16000, 1}, 16000, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->format, "ogg");
+    EXPECT_EQ(audio->source_rate_hz, c.rate);
+    EXPECT_NEAR(static_cast<double>(audio->samples.size()), 16000, 16);
+    EXPECT_NEAR(ZeroCrossings(audio->samples, 0, audio->samples.size()), 880, 4);
+    EXPECT_LT(MaxDistanceToSine(audio->samples, 440, 16000, 1600, 14400), 0.05);  // lossy codecs
+  }
+}
+
+TEST(DecodeAudioTest, WavHeaderRateAndChannelsWinOverTheDeclaredOnes) {
+  const std::string wav = Encode(ToPcm16(Sine(440, 8000, 1.0)), 8000, 1, kWav16);
+  for (AudioEncoding declared : {AudioEncoding::kLinearPcm, AudioEncoding::kUnspecified, AudioEncoding::kMulaw}) {
+    absl::StatusOr<DecodedAudio> audio = DecodeAudio(wav, {declared, 44100, 2}, 16000, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->source_rate_hz, 8000);
+    EXPECT_EQ(audio->source_channels, 1);
+    EXPECT_NEAR(static_cast<double>(audio->samples.size()), 16000, 4);
+  }
+}
+
+TEST(DecodeAudioTest, RawPcm16At8kResamplesAndAt16kPassesThrough) {
+  absl::StatusOr<DecodedAudio> audio =
+      DecodeAudio(RawPcm16(ToPcm16(Sine(440, 8000, 1.0))), {AudioEncoding::kLinearPcm, 8000, 1}, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_EQ(audio->format, "raw-pcm16");
+  EXPECT_NEAR(static_cast<double>(audio->samples.size()), 16000, 4);
+  EXPECT_LT(MaxDistanceToSine(audio->samples, 440, 16000, 400, 15600), 0.01);
+
+  const std::vector<int16_t> x = KnownValuesAndSine(16000);
+  audio = DecodeAudio(RawPcm16(x), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  ASSERT_EQ(audio->samples.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(audio->samples[i], x[i] / 32768.0f) << i;
+}
+
+TEST(DecodeAudioTest, RawStereoPcm16MixesToMean) {
+  const std::vector<int16_t> interleaved = {100, 300, -32768, 32767, 2, 4};
+  absl::StatusOr<DecodedAudio> audio =
+      DecodeAudio(RawPcm16(interleaved), {AudioEncoding::kLinearPcm, 16000, 2}, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_THAT(audio->samples, ::testing::ElementsAre(200 / 32768.0f, -0.5f / 32768.0f, 3 / 32768.0f));
+}
+
+TEST(DecodeAudioTest, RawMulawAndAlawDecodeThroughLibsndfile) {
+  for (auto [encoding, subtype, name] : {std::tuple{AudioEncoding::kMulaw, SF_FORMAT_ULAW, "raw-mulaw"},
+                                         std::tuple{AudioEncoding::kAlaw, SF_FORMAT_ALAW, "raw-alaw"}}) {
+    const std::string g711 = Encode(ToPcm16(Sine(440, 8000, 1.0)), 8000, 1, SF_FORMAT_RAW | subtype);
+    ASSERT_EQ(g711.size(), 8000u);  // one byte a sample, no header
+    absl::StatusOr<DecodedAudio> audio = DecodeAudio(g711, {encoding, 8000, 1}, 8000, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->format, name);
+    ASSERT_EQ(audio->samples.size(), 8000u);
+    EXPECT_LT(MaxDistanceToSine(audio->samples, 440, 8000, 0, 8000), 0.02);  // G.711's quantization
+    audio = DecodeAudio(g711, {encoding, 8000, 1}, 16000, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_NEAR(static_cast<double>(audio->samples.size()), 16000, 4);
+  }
+}
+
+TEST(DecodeAudioTest, UnusableEncodingsAreRefused) {
+  const std::string raw = RawPcm16({1, 2, 3, 4});
+  EXPECT_THAT(DecodeError(raw, {AudioEncoding::kUnspecified, 16000, 1}).ToString(), HasSubstr("unspecified"));
+  EXPECT_THAT(DecodeError(raw, {AudioEncoding::kOggOpus, 16000, 1}).ToString(), HasSubstr("OGGOPUS"));
+  EXPECT_THAT(DecodeError(raw, {AudioEncoding::kFlac, 16000, 1}).ToString(), HasSubstr("FLAC"));
+  const absl::Status unknown = DecodeError(raw, {static_cast<AudioEncoding>(7), 16000, 1});
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.ToString(), AllOf(HasSubstr("unsupported"), HasSubstr("7")));
+}
+
+TEST(DecodeAudioTest, BadRawRatesChannelsAndByteCountsAreRefused) {
+  const std::string raw = RawPcm16({1, 2, 3, 4});
+  for (int rate : {0, -8000, 10, 10000000}) {
+    const absl::Status s = DecodeError(raw, {AudioEncoding::kLinearPcm, rate, 1});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.ToString(), HasSubstr("sample rate")) << rate;
+  }
+  for (int channels : {0, -1, 33}) {
+    EXPECT_THAT(DecodeError(raw, {AudioEncoding::kLinearPcm, 16000, channels}).ToString(), HasSubstr("channel"));
+  }
+  EXPECT_THAT(DecodeError(raw.substr(0, 7), kPcm16k).ToString(), HasSubstr("multiple of 2"));
+  EXPECT_THAT(DecodeError(raw.substr(0, 6), {AudioEncoding::kLinearPcm, 16000, 2}).ToString(),
+              HasSubstr("multiple of 4"));
+  EXPECT_THAT(DecodeError("abc", {AudioEncoding::kMulaw, 8000, 2}).ToString(), HasSubstr("multiple of 2"));
+  EXPECT_THAT(DecodeAudio(raw, kPcm16k, 0, 60).status().ToString(), HasSubstr("target"));
+}
+
+TEST(DecodeAudioTest, CorruptTruncatedAndEmptyFilesAreRefused) {
+  const std::string wav = Encode(ToPcm16(Sine(440, 16000, 1.0)), 16000, 1, kWav16);
+  const absl::Status cut_header = DecodeError(wav.substr(0, 20), kPcm16k);
+  EXPECT_EQ(cut_header.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(cut_header.ToString(), AllOf(HasSubstr("wav"), HasSubstr("truncated")));
+  // Cut inside the samples: the RIFF size says how long the file was (libsndfile alone would read it shorter).
+  EXPECT_THAT(DecodeError(wav.substr(0, wav.size() / 2), kPcm16k).ToString(),
+              AllOf(HasSubstr("truncated wav"), HasSubstr("declares 32044 bytes")));
+  const std::string flac = Encode(ToPcm16(Sine(440, 16000, 1.0)), 16000, 1, SF_FORMAT_FLAC | SF_FORMAT_PCM_16);
+  EXPECT_THAT(DecodeError(flac.substr(0, flac.size() / 2), kPcm16k).ToString(), HasSubstr("truncated"));
+  std::string garbled = flac;
+  for (size_t i = 200; i < garbled.size(); i += 3) garbled[i] = static_cast<char>(garbled[i] * 7 + 1);
+  EXPECT_EQ(DecodeError(garbled, kPcm16k).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(DecodeError("fLaC-but-nothing-else", kPcm16k).ToString(), HasSubstr("flac"));
+
+  EXPECT_THAT(DecodeError("", kPcm16k).ToString(), HasSubstr("empty"));
+  EXPECT_THAT(DecodeError(Encode(std::vector<int16_t>{}, 16000, 1, kWav16), kPcm16k).ToString(), HasSubstr("empty"));
+  EXPECT_THAT(DecodeError(Encode(std::vector<int16_t>(40 * 10), 16000, 40, kWav16), kPcm16k).ToString(),
+              AllOf(HasSubstr("channel count is 40"), HasSubstr("wav")));
+}
+
+TEST(DecodeAudioTest, AudioLongerThanMaxSecondsIsRefusedFromItsHeader) {
+  // The FLAC header's frame count gives the exact duration before anything is decoded.
+  const std::string flac = Encode(ToPcm16(Sine(440, 16000, 3.0)), 16000, 1, SF_FORMAT_FLAC | SF_FORMAT_PCM_16);
+  EXPECT_THAT(DecodeError(flac, kPcm16k, 1.0).ToString(), AllOf(HasSubstr("lasts 3 s"), HasSubstr("limit of 1 s")));
+  EXPECT_TRUE(DecodeAudio(flac, kPcm16k, 16000, 3.0).ok());
+  // Raw audio: from the byte count (an hour of 8 kHz PCM16 refused without decoding a sample).
+  const std::string hour(8000 * 2 * 3600, '\0');
+  EXPECT_THAT(DecodeError(hour, {AudioEncoding::kLinearPcm, 8000, 1}, 30).ToString(),
+              AllOf(HasSubstr("lasts 3600 s"), HasSubstr("limit of 30 s")));
+  EXPECT_THAT(DecodeError("ab", kPcm16k, 0).ToString(), HasSubstr("max_seconds"));
+}
+
+}  // namespace
+}  // namespace sluice::voice
