@@ -34,32 +34,7 @@ done
 [[ -f $MODELS/asr_ctc/config.yaml ]] || { echo "no asr_ctc in $MODELS: export the example models" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/sluice-bench.XXXXXX)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT
-step() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
-
-# start_server NAME COMMAND...: runs it with its log in $WORK/NAME.log, waits for its READY line, and sets
-# GRPC (and HTTP, for sluice-server) from that line.
-start_server() {
-  local name=$1; shift
-  "$@" > "$WORK/$name.log" 2>&1 &
-  PIDS+=($!)
-  local pid=$!
-  for _ in $(seq 1 1800); do
-    if line=$(grep -m1 ' READY grpc=' "$WORK/$name.log"); then
-      GRPC=$(sed -E 's/.*grpc=([^ ]+).*/\1/' <<< "$line")
-      HTTP=$(sed -nE 's/.*http=([^ ]+).*/\1/p' <<< "$line")
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $WORK/$name.log" >&2; exit 3; }
-    sleep 0.1
-  done
-  echo "$name not ready after 180 s; see $WORK/$name.log" >&2; exit 3
-}
-stop_server() { kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'; }
-scrape() { $PY -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-  "http://$HTTP/metrics" > "$1"; }
+. "$HERE/bench_lib.sh"  # step, start_server, stop_server, scrape; kills what it started on exit
 loadtest() { "$LOADTEST" --no-progress --seed 1 "$@"; }
 
 step "sluice bench: $BUILD, models $MODELS, work folder $WORK"

@@ -25,10 +25,7 @@ done
 [[ -f $MODELS/text_embed/config.yaml ]] || { echo "no text_embed in $MODELS: export the example models" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/sluice-capacity.XXXXXX)
-SERVER_PID=
-cleanup() { [[ -z $SERVER_PID ]] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }; }
-trap cleanup EXIT
-step() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
+. "$(dirname "$(realpath "$0")")/bench_lib.sh"  # step, start_server, stop_server, scrape
 
 # The two repositories: `fixed` written here, text_embed linked from the exported models.
 mkdir -p "$WORK/sim/fixed" "$WORK/cpu"
@@ -46,27 +43,6 @@ sim: {base_ms: 20, per_sample_us: 1, output_steps_per_input_step: 1}
 EOF
 ln -s "$MODELS/text_embed" "$WORK/cpu/text_embed"
 
-# start_server REPOSITORY NAME: a fresh sluice-server with its log in $WORK/NAME.log; sets GRPC and HTTP.
-start_server() {
-  printf 'grpc: {address: 127.0.0.1:0}\nhttp: {address: 127.0.0.1:0}\nmodel_repository: %s\nlog_level: warn\n' \
-    "$1" > "$WORK/$2.yaml"
-  "$SERVER" --config "$WORK/$2.yaml" > "$WORK/$2.log" 2>&1 &
-  SERVER_PID=$!
-  local ready
-  for _ in $(seq 1 1800); do
-    if ready=$(grep -m1 ' READY grpc=' "$WORK/$2.log"); then
-      GRPC=$(sed -E 's/.*grpc=([^ ]+).*/\1/' <<< "$ready")
-      HTTP=$(sed -nE 's/.*http=([^ ]+).*/\1/p' <<< "$ready")
-      return 0
-    fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited; see $WORK/$2.log" >&2; exit 3; }
-    sleep 0.1
-  done
-  echo "server not ready after 180 s; see $WORK/$2.log" >&2; exit 3
-}
-stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
-scrape() { $PY -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-  "http://$HTTP/metrics" > "$1"; }
 gauge() { sed -nE "s/^$1\{model=\"$2\"\} (.*)/\1/p" "$3"; }
 rps() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["req_per_s"])' "$1"; }
 loadtest() { "$LOADTEST" --no-progress --seed 1 -u "$GRPC" --metrics-url "http://$HTTP/metrics" "$@"; }
@@ -75,7 +51,7 @@ loadtest() { "$LOADTEST" --no-progress --seed 1 -u "$GRPC" --metrics-url "http:/
 bench() {
   local repo=$1 model=$2 c=$3 tag=$2
   step "$model: first saturation (closed loop -c $c, ${SAT_SECONDS} s)"
-  start_server "$repo" "${tag}_s0"
+  start_repository_server "$SERVER" "$repo" "${tag}_s0"
   loadtest -m "$model" -c "$c" -d "$SAT_SECONDS" --warmup 3 --json "$WORK/${tag}_s0.json" > "$WORK/${tag}_s0.txt" 2>&1
   stop_server
   local s0; s0=$(rps "$WORK/${tag}_s0.json")
@@ -83,7 +59,7 @@ bench() {
   for pct in 30 60; do
     local rate; rate=$($PY -c "print(round($s0 * $pct / 100, 2))")
     step "$model: open loop at $pct % of $s0 = $rate req/s (${LOAD_SECONDS} s, fresh server)"
-    start_server "$repo" "${tag}_$pct"
+    start_repository_server "$SERVER" "$repo" "${tag}_$pct"
     loadtest -m "$model" -r "$rate" -d "$LOAD_SECONDS" --warmup 3 --json "$WORK/${tag}_$pct.json" \
       > "$WORK/${tag}_$pct.txt" 2>&1
     scrape "$WORK/${tag}_$pct.prom"
@@ -94,7 +70,7 @@ bench() {
       "$WORK/${tag}_$pct.prom") $(gauge sluice_capacity_utilization "$model" "$WORK/${tag}_$pct.prom") $busy"
   done
   step "$model: saturation (closed loop -c $c, ${SAT_SECONDS} s, fresh server)"
-  start_server "$repo" "${tag}_sat"
+  start_repository_server "$SERVER" "$repo" "${tag}_sat"
   loadtest -m "$model" -c "$c" -d "$SAT_SECONDS" --warmup 3 --json "$WORK/${tag}_sat.json" \
     > "$WORK/${tag}_sat.txt" 2>&1
   scrape "$WORK/${tag}_sat.prom"

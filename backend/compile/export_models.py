@@ -3,7 +3,7 @@
 reference.pt, into DIR/<model>/.
 
   /usr/bin/python3 backend/compile/export_models.py --out DIR [--target cpu|neuron]
-      [--models asr_ctc,text_embed] [--reference-cases N]
+      [--models asr_ctc,text_embed] [--reference-cases N] [--lengths L1,L2,... (one model)]
 
 Exit codes: 0 ok, 1 export failed, 2 bad arguments or --target neuron without torch_neuronx.
 """
@@ -28,6 +28,8 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: "
                         + ", ".join(MODELS))
     parser.add_argument("--reference-cases", type=int, default=12)
+    parser.add_argument("--lengths", help="comma-separated bucket lengths instead of the model's own, ascending "
+                        "(e.g. what sluice-advisor chose); needs exactly one model in --models")
     args = parser.parse_args()
 
     names = [n for n in args.models.split(",") if n]
@@ -46,11 +48,25 @@ def main() -> int:
                   f"{e}", file=sys.stderr)
             return 2
 
+    lengths = None
+    if args.lengths:
+        try:
+            lengths = [int(v) for v in args.lengths.split(",")]
+        except ValueError:
+            lengths = []
+        if len(names) != 1 or not lengths or lengths != sorted(set(lengths)) or lengths[0] < 1:
+            print("--lengths needs one model in --models and positive ascending integers, e.g. 16000,48000",
+                  file=sys.stderr)
+            return 2
+
     os.makedirs(args.out, exist_ok=True)
     start = time.monotonic()
     times = {}
     for name in names:
-        times[name] = common.export_model(MODELS[name](), args.out, args.target, args.reference_cases)
+        spec = MODELS[name]()
+        if lengths:
+            spec.lengths = lengths
+        times[name] = common.export_model(spec, args.out, args.target, args.reference_cases)
     summary = ", ".join(f"{n} {t:.1f} s" for n, t in times.items())
     print(f"total export time {time.monotonic() - start:.1f} s ({summary})")
     return 0
