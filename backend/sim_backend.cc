@@ -1,6 +1,8 @@
 #include "backend/sim_backend.h"
 
 #include <cmath>
+#include <random>
+#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,7 +29,11 @@ void FillRows(HostTensor& out, const std::vector<int64_t>& row_lengths, const st
 class SimBackend final : public Backend {
  public:
   SimBackend(const InstanceOptions& options, SimSleeper sleeper)
-      : model_(*options.model), replica_(options.replica), sleeper_(std::move(sleeper)) {
+      : model_(*options.model),
+        replica_(options.replica),
+        sleeper_(std::move(sleeper)),
+        faults_(options.model->sim->faults),
+        random_(faults_.seed + static_cast<uint64_t>(options.replica)) {
     for (int batch_size : model_.buckets.batch_sizes) {
       for (int64_t length : model_.buckets.lengths) stats_.push_back({batch_size, length, 0.0, 0.0});
     }
@@ -35,6 +41,7 @@ class SimBackend final : public Backend {
 
   absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) override {
     SLUICE_RETURN_IF_ERROR(ValidatePaddedBatch(model_, batch));
+    SLUICE_RETURN_IF_ERROR(InjectFault());
     sleeper_(SimLatency(*model_.sim, batch.batch_size, batch.length));
     const double ratio = model_.sim->output_steps_per_input_step;
     BatchResult result;
@@ -60,6 +67,20 @@ class SimBackend final : public Backend {
     return result;
   }
 
+  // The configured faults (model_config.h SimFaults). Execute runs on one thread at a time: no lock needed.
+  absl::Status InjectFault() {
+    ++batches_;
+    if (faults_.gone_after_batches > 0 && batches_ > faults_.gone_after_batches) {
+      return absl::UnavailableError(
+          absl::StrCat("sim device gone (injected: after ", faults_.gone_after_batches, " batches)"));
+    }
+    if (faults_.error_rate == 0 && faults_.exception_rate == 0) return absl::OkStatus();
+    const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
+    if (draw < faults_.exception_rate) throw std::runtime_error("sim injected exception");
+    if (draw < faults_.exception_rate + faults_.error_rate) return absl::InternalError("sim injected failure");
+    return absl::OkStatus();
+  }
+
   const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
   std::string Describe() const override { return absl::StrCat(model_.name, "#", replica_, " on sim"); }
 
@@ -67,6 +88,9 @@ class SimBackend final : public Backend {
   const ModelConfig& model_;
   const int replica_;
   SimSleeper sleeper_;
+  const SimFaults faults_;
+  std::mt19937_64 random_;
+  int64_t batches_ = 0;
   std::vector<BucketLoadStats> stats_;
 };
 

@@ -18,6 +18,7 @@
 #include "loadtest/report_json.h"
 #include "loadtest/report_table.h"
 #include "loadtest/server_monitor.h"
+#include "loadtest/speech_load.h"
 #include "spdlog/spdlog.h"
 
 namespace sluice::loadtest {
@@ -77,11 +78,12 @@ class App {
  public:
   explicit App(AppOptions options)
       : options_(std::move(options)),
-        load_(options_.run.concurrency > 0 || options_.run.rate > 0 || !options_.sweep.knob.empty()) {}
+        load_(options_.run.concurrency > 0 || options_.run.rate > 0 || options_.streaming.streams > 0 ||
+              !options_.sweep.knob.empty()) {}
 
   int Run() {
     if (!CheckModes() || !ParseTraffic() || !LoadSloAndPricing() || !ConnectClient() || !DescribeModels() ||
-        !VerifyModels() || !BuildWorkload()) {
+        !VerifyModels() || !BuildWorkload() || !PrepareSpeech()) {
       return exit_code_;
     }
     if (options_.dry_run) {
@@ -106,13 +108,27 @@ class App {
     return false;
   }
 
-  // Something to do, and one loop kind.
+  // Something to do, and one loop kind that fits the API.
   bool CheckModes() {
     if (!load_ && !options_.verify && !options_.dry_run) {
-      return Fail(kExitUsage, "nothing to do: give --concurrency, --rate, --sweep, --verify or --dry-run");
+      return Fail(kExitUsage, "nothing to do: give --concurrency, --rate, --streams, --sweep, --verify or --dry-run");
     }
     if (options_.run.concurrency > 0 && options_.run.rate > 0) {
       return Fail(kExitUsage, "--concurrency (closed loop) and --rate (open loop) exclude each other");
+    }
+    const bool streaming = options_.api == "riva-streaming";
+    if (streaming && (options_.run.concurrency > 0 || options_.run.rate > 0)) {
+      return Fail(kExitUsage, "--api riva-streaming runs --streams N concurrent streams, not --concurrency or --rate");
+    }
+    if (!streaming && options_.streaming.streams > 0) {
+      return Fail(kExitUsage, "--streams is for --api riva-streaming (use --concurrency or --rate)");
+    }
+    if (streaming != (options_.sweep.knob == "streams") && !options_.sweep.knob.empty()) {
+      return Fail(kExitUsage, streaming ? "--api riva-streaming sweeps --sweep streams"
+                                        : "--sweep streams is for --api riva-streaming");
+    }
+    if (IsRivaApi(options_.api) && options_.protocol != "grpc") {
+      return Fail(kExitUsage, "the Riva speech API is gRPC: --protocol http does not apply to it");
     }
     if (options_.verify && options_.model_repository.empty()) {
       return Fail(kExitUsage, "--verify needs --model-repository (where each model's reference.pt lies)");
@@ -234,6 +250,38 @@ class App {
     return true;
   }
 
+  // The Riva APIs: the models must be served over them (the server says so before any load).
+  bool PrepareSpeech() {
+    report_.api = options_.api;
+    if (!IsRivaApi(options_.api) || options_.dry_run || !load_) return true;
+    SpeechLoadOptions speech;
+    speech.api = options_.api;
+    speech.streaming = options_.streaming;
+    speech.client = client_->options();
+    absl::StatusOr<std::unique_ptr<SpeechLoad>> load = SpeechLoad::Create(speech, client_.get(), *workload_);
+    if (!load.ok()) {
+      return Fail(absl::IsFailedPrecondition(load.status()) ? kExitServer : kExitUsage, load.status().message());
+    }
+    speech_ = *std::move(load);
+    return true;
+  }
+
+  // One run of whichever API, summarised; `streams` > 0 replaces --streams (a sweep step).
+  absl::StatusOr<RunSummary> RunAndSummarize(const RunOptions& options, RunResult& run, int streams = 0) {
+    if (!speech_) {
+      absl::StatusOr<RunResult> result = RunLoad(options, *workload_, *client_);
+      if (!result.ok()) return result.status();
+      run = *std::move(result);
+      return SummarizeRun(run, options.burstiness);
+    }
+    absl::StatusOr<SpeechRun> result = speech_->Run(options, streams);
+    if (!result.ok()) return result.status();
+    run = std::move(result->run);
+    RunSummary summary = SummarizeRun(run, options.burstiness);
+    summary.speech = std::move(result->speech);
+    return summary;
+  }
+
   // --dry-run: the padding plan of the drawn requests, on stdout and optionally as JSON.
   bool WritePaddingPlan() {
     const std::vector<ModelPaddingPlan> plans =
@@ -292,10 +340,9 @@ class App {
   }
 
   bool RunOnce(RunResult& run) {
-    absl::StatusOr<RunResult> result = RunLoad(options_.run, *workload_, *client_);
-    if (!result.ok()) return Fail(kExitUsage, result.status().message());
-    run = *std::move(result);
-    report_.summary = SummarizeRun(run, options_.run.burstiness);
+    absl::StatusOr<RunSummary> summary = RunAndSummarize(options_.run, run);
+    if (!summary.ok()) return Fail(kExitUsage, summary.status().message());
+    report_.summary = *std::move(summary);
     return true;
   }
 
@@ -304,8 +351,10 @@ class App {
   bool RunSweepSteps(RunResult& shown_run) {
     if (options_.sweep.levels.empty()) {
       const RunOptions& run = options_.run;
-      options_.sweep.start = options_.sweep.knob == "rate" ? (run.rate > 0 ? run.rate : 1.0)
-                                                           : (run.concurrency > 0 ? run.concurrency : 1.0);
+      const int streams = options_.streaming.streams;
+      options_.sweep.start = options_.sweep.knob == "rate"    ? (run.rate > 0 ? run.rate : 1.0)
+                             : options_.sweep.knob == "streams" ? (streams > 0 ? streams : 1.0)
+                                                                : (run.concurrency > 0 ? run.concurrency : 1.0);
     }
     SloSpec sweep_slo = slo_;
     if (sweep_slo.empty()) sweep_slo.max_error_rate = 0.01;  // the default objective of a sweep
@@ -315,10 +364,11 @@ class App {
       step.concurrency = options_.sweep.knob == "concurrency" ? static_cast<int>(level) : 0;
       step.rate = options_.sweep.knob == "rate" ? level : 0;
       step.label = absl::StrCat(options_.sweep.knob, " ", level);
-      absl::StatusOr<RunResult> run = RunLoad(step, *workload_, *client_);
-      if (!run.ok()) return run.status();
-      step_runs.push_back(*std::move(run));
-      return SummarizeRun(step_runs.back(), step.burstiness);
+      RunResult run;
+      const int streams = options_.sweep.knob == "streams" ? static_cast<int>(level) : 0;
+      absl::StatusOr<RunSummary> summary = RunAndSummarize(step, run, streams);
+      step_runs.push_back(std::move(run));
+      return summary;
     };
     if (absl::Status s = RunSweep(options_.sweep, sweep_slo, measure, report_.sweep, report_.sweep_best); !s.ok()) {
       return Fail(absl::IsInvalidArgument(s) ? kExitUsage : kExitServer, s.message());
@@ -330,9 +380,10 @@ class App {
     return true;
   }
 
-  // Per model (single runs only): the client's mean latency minus the server's.
+  // Per model (single KServe runs only: a Riva call is several windows, a stream many): the client's mean
+  // latency minus the server's.
   void AddClientMinusServerTimes() {
-    if (!options_.sweep.knob.empty()) return;
+    if (!options_.sweep.knob.empty() || speech_) return;
     for (ModelServerStats& st : report_.server->model_stats) {
       for (const ThroughputStats& m : report_.summary.per_model) {
         if (m.model == st.model && m.latency.count > 0 && st.inferences > 0) {
@@ -377,6 +428,7 @@ class App {
   std::vector<WorkloadModel> models_;  // until BuildWorkload moves them into workload_
   std::vector<std::string> model_names_;
   std::unique_ptr<Workload> workload_;
+  std::unique_ptr<SpeechLoad> speech_;  // the Riva APIs
   Report report_;
 };
 

@@ -1,6 +1,7 @@
 // sluice-loadtest's top level: asks the server about the models, optionally verifies them against their
-// reference sets, runs the load (or a sweep), gathers the server's own figures and the cost, and writes the
-// table, the JSON report and the SVG plot; --dry-run stops after asking and prints the traffic's padding plan.
+// reference sets, runs the load (or a sweep) over KServe v2 or Riva's speech API, gathers the server's own
+// figures and the cost, and writes the table, the JSON report and the SVG plot; --dry-run stops after asking
+// and prints the traffic's padding plan.
 // Exit codes: 0 done (and every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments or
 // config files, 3 the server could not be used.
 // Thread-safety: RunApp blocks its calling thread.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "loadtest/runner.h"
+#include "loadtest/stream_runner.h"
 #include "loadtest/sweep.h"
 
 namespace sluice::loadtest {
@@ -19,6 +21,7 @@ inline constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitSer
 
 struct AppOptions {
   // Target.
+  std::string api = "kserve";     // kserve | riva-offline (Recognize) | riva-streaming (StreamingRecognize)
   std::string protocol = "grpc";  // grpc | http (KServe v2 REST with binary tensor data)
   std::string address;            // host:port; empty: localhost:8001 (gRPC) or localhost:8000 (HTTP)
   int channels = 1;
@@ -38,6 +41,7 @@ struct AppOptions {
 
   // Load (RunOptions without the per-run fields) and checks.
   RunOptions run;
+  StreamingOptions streaming;  // riva-streaming: streams, chunk length, pacing
   std::string arrival = "poisson";
   std::string slo_path;
   bool verify = false;

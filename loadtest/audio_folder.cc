@@ -4,23 +4,46 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace sluice::loadtest {
 
 namespace {
 
-// The folder's regular files, sorted, without dot files.
+bool IsReferenceTranscript(const std::filesystem::path& path) {
+  return absl::AsciiStrToLower(path.extension().string()) == ".txt";
+}
+
+// The folder's regular files, sorted, without dot files and reference transcripts.
 absl::StatusOr<std::vector<std::filesystem::path>> ListFiles(const std::string& dir) {
   std::error_code error;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (entry.is_regular_file() && entry.path().filename().string().rfind('.', 0) != 0) files.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().filename().string().rfind('.', 0) != 0 &&
+        !IsReferenceTranscript(entry.path())) {
+      files.push_back(entry.path());
+    }
   }
   if (error) return absl::NotFoundError(absl::StrCat("audio folder '", dir, "': ", error.message()));
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// The text of `<stem>.txt` beside the recording, whitespace-trimmed; none when there is no such file.
+absl::StatusOr<std::optional<std::string>> ReadReference(const std::filesystem::path& audio) {
+  std::filesystem::path text = audio;
+  text.replace_extension(".txt");
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(text, error)) return std::nullopt;
+  std::ifstream in(text, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return absl::DataLossError(absl::StrCat(text.string(), ": cannot be read"));
+  return std::string(absl::StripAsciiWhitespace(content));
 }
 
 absl::Status NotAudio(const std::filesystem::path& path) {
@@ -70,6 +93,9 @@ absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_r
       clip.samples[f] = sum / info.channels;
     }
     if (clip.samples.empty()) continue;
+    absl::StatusOr<std::optional<std::string>> reference = ReadReference(path);
+    if (!reference.ok()) return reference.status();
+    clip.reference = *std::move(reference);
     if (static_cast<int64_t>(clip.samples.size()) > max_length) {
       clip.samples.resize(max_length);
       ++folder.truncated;

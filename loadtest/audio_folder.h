@@ -1,11 +1,14 @@
 // Speech inputs from real recordings: every audio file libsndfile reads (WAV, FLAC, OGG, ...) in a folder (not
 // its subfolders), as mono float PCM at the model's sample rate (several channels are averaged; a different
 // sample rate is an error: nothing is resampled). Clips longer than the model's largest bucket are cut to it,
-// and counted. ProbeAudioFolder reads only the files' headers (sluice-advisor's lengths).
+// and counted. A text file `<name>.txt` beside a recording `<name>.wav` (or .flac, ...) holds its reference
+// transcript (for WER); .txt files are never taken for audio. ProbeAudioFolder reads only the files' headers
+// (sluice-advisor's lengths).
 // Thread-safety: plain values and a pure function.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@ namespace sluice::loadtest {
 struct AudioClip {
   std::string name;  // file name within the folder
   std::vector<float> samples;
+  std::optional<std::string> reference;  // the transcript in <stem>.txt, when there is one
 };
 
 struct AudioFolder {

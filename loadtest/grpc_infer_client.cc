@@ -14,16 +14,22 @@ struct GrpcInferClient::Call {
   Done done;
 };
 
-GrpcInferClient::GrpcInferClient(const Options& options) : InferClient(options) {
+std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < std::max(1, options.channels); ++i) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
     args.SetInt("sluice.loadtest.channel", i);  // distinct arguments: a connection of its own
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channels_.push_back(grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
-    stubs_.push_back(inference::GRPCInferenceService::NewStub(channels_.back()));
+    channels.push_back(grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
   }
+  return channels;
+}
+
+GrpcInferClient::GrpcInferClient(const Options& options) : InferClient(options) {
+  channels_ = CreateLoadChannels(options);
+  for (const auto& channel : channels_) stubs_.push_back(inference::GRPCInferenceService::NewStub(channel));
 }
 
 GrpcInferClient::~GrpcInferClient() {

@@ -15,6 +15,10 @@
 
 namespace sluice::loadtest {
 
+// The client's channels: options.channels of them (at least one), each its own HTTP/2 connection, with no
+// message size limits. Shared by every gRPC API the load generator speaks.
+std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options);
+
 class GrpcInferClient final : public InferClient {
  public:
   // REQUIRES: options.address is host:port.

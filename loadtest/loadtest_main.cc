@@ -1,5 +1,7 @@
 // sluice-loadtest: load generator, SLO checker, correctness verifier and report tool for sluice (or any
 // KServe v2 server, over gRPC or HTTP). See README.md "Load testing" and `sluice-loadtest --help`.
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -18,10 +20,15 @@ int main(int argc, char** argv) {
   bool no_progress = false;
   std::string log_level = "info";
 
-  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC or HTTP, SLO verdicts, --verify against "
-               "reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG reports, --compare"};
+  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC or HTTP, or Riva speech recognition "
+               "(offline or streaming), SLO verdicts, --verify against reference outputs, cost per success, /metrics "
+               "scraping, sweeps, JSON/SVG reports, --compare"};
   app.set_help_all_flag("--help-all");
 
+  app.add_option("--api", o.api,
+                 "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "
+                 "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM)")
+      ->check(CLI::IsMember({"kserve", "riva-offline", "riva-streaming"}))->capture_default_str()->group("Target");
   app.add_option("--protocol", o.protocol, "grpc, or http (KServe v2 REST with binary tensor data)")
       ->check(CLI::IsMember({"grpc", "http"}))->capture_default_str()->group("Target");
   app.add_option("-u,--address,--grpc", o.address,
@@ -46,9 +53,10 @@ int main(int argc, char** argv) {
                  "file:PATH (N in steps, or seconds with an s suffix); default speech for speech models, "
                  "uniform:1-MAX otherwise")
       ->group("Workload");
-  app.add_option("--audio-dir", o.audio_dir,
+  app.add_option("--audio-dir,--audio-folder", o.audio_dir,
                  "send the recordings in this folder (WAV, FLAC, ... via libsndfile; mono-mixed, at the model's "
-                 "sample rate) to speech models instead of generated noise")
+                 "sample rate) to speech models instead of generated noise; <name>.txt beside <name>.wav is its "
+                 "reference transcript (the Riva APIs report WER)")
       ->group("Workload");
   app.add_option("--max-length", o.max_length, "largest length to send (default: the model's largest bucket)")
       ->group("Workload");
@@ -85,6 +93,15 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
   app.add_flag("--no-progress", no_progress, "no progress line on the terminal")->group("Load");
 
+  app.add_option("--streams", o.streaming.streams,
+                 "riva-streaming: concurrent streams; each sends one recording, and its next starts when it ends")
+      ->check(CLI::Range(1, 4096))->group("Streaming");
+  app.add_option("--chunk-ms", o.streaming.chunk_ms, "riva-streaming: milliseconds of audio per message")
+      ->check(CLI::Range(1.0, 60000.0))->capture_default_str()->group("Streaming");
+  app.add_flag("--realtime,!--no-realtime", o.streaming.realtime,
+               "riva-streaming: send chunks at real time (default), or as fast as gRPC flow control allows")
+      ->group("Streaming");
+
   app.add_option("--slo", o.slo_path, "SLO YAML: PASS/FAIL verdicts and the exit code")->group("Checks");
   app.add_flag("--verify", o.verify, "send the reference set of each model and compare outputs")->group("Checks");
   app.add_option("--tolerance", o.tolerance, "--verify: largest allowed absolute error")->capture_default_str()
@@ -99,8 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--accelerators-used", o.accelerators_used, "accelerators the server holds (its share of the cost)")
       ->check(CLI::PositiveNumber)->group("Cost");
 
-  app.add_option("--sweep", o.sweep.knob, "raise 'concurrency' or 'rate' until the SLO breaks")
-      ->check(CLI::IsMember({"concurrency", "rate"}))->group("Sweep");
+  app.add_option("--sweep", o.sweep.knob,
+                 "raise 'concurrency' or 'rate' (or, for riva-streaming, 'streams') until the SLO breaks")
+      ->check(CLI::IsMember({"concurrency", "rate", "streams"}))->group("Sweep");
   app.add_option("--sweep-levels", sweep_levels, "explicit levels, e.g. 1,2,4,8 (else start x factor^k)")
       ->group("Sweep");
   app.add_option("--sweep-factor", o.sweep.factor, "multiplier between levels")->capture_default_str()->group("Sweep");
@@ -148,5 +166,13 @@ int main(int argc, char** argv) {
     o.sweep.levels.push_back(level);
   }
   o.run.progress = !no_progress;
-  return sluice::loadtest::RunApp(std::move(o));
+  const int code = sluice::loadtest::RunApp(std::move(o));
+  // Everything is written and every client torn down by now. Skip static destruction: gRPC's background poller
+  // threads can still be inside the library while libtorch's exit handlers (linked in for --verify) run, which
+  // crashed the process at exit now and then (exit 139 after a complete run).
+  std::cout.flush();
+  std::cerr.flush();
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }

@@ -38,7 +38,7 @@ struct Histogram {
 };
 
 struct SweepStep {
-  std::string knob;  // "concurrency" or "rate"
+  std::string knob;  // "concurrency", "rate" or "streams"
   double level = 0;
   RunSummary summary;
   std::vector<Verdict> verdicts;
@@ -47,6 +47,7 @@ struct SweepStep {
 
 struct Report {
   std::string target;  // the gRPC address
+  std::string api = "kserve";  // kserve | riva-offline | riva-streaming
   std::vector<ModelDescription> models;
   RunOptions options;
   uint64_t seed = 0;

@@ -39,8 +39,8 @@ void Opt(Writer& w, const char* key, const std::optional<double>& v) {
   if (v) Num(w, key, *v);
 }
 
-void WriteLatency(Writer& w, const LatencyStats& l) {
-  Key(w, "latency_ms");
+void WriteLatency(Writer& w, const LatencyStats& l, const char* key = "latency_ms") {
+  Key(w, key);
   w.StartObject();
   Int(w, "count", l.count);
   Num(w, "mean", l.mean_ms);
@@ -53,7 +53,39 @@ void WriteLatency(Writer& w, const LatencyStats& l) {
   w.EndObject();
 }
 
-void WriteThroughput(Writer& w, const ThroughputStats& t) {
+// results.speech: the Riva APIs' figures (absent for KServe runs).
+void WriteSpeech(Writer& w, const SpeechStats& s) {
+  Key(w, "speech");
+  w.StartObject();
+  Str(w, "api", s.api);
+  Num(w, "audio_seconds", s.audio_seconds);
+  Num(w, "rtfx", s.rtfx);
+  if (s.api == "riva-streaming") {
+    Int(w, "streams", s.streams);
+    Num(w, "chunk_ms", s.chunk_ms);
+    Bool(w, "realtime", s.realtime);
+    Int(w, "chunks", s.chunks);
+    Int(w, "chunks_unanswered", s.chunks_unanswered);
+    WriteLatency(w, s.chunk_latency, "chunk_latency_ms");
+    WriteLatency(w, s.final_latency, "final_latency_ms");
+    WriteLatency(w, s.first_result, "first_result_ms");
+  }
+  if (s.wer) {
+    Key(w, "wer");
+    w.StartObject();
+    Num(w, "wer", s.wer->wer);
+    Int(w, "scored", s.wer->scored);
+    Int(w, "reference_words", s.wer->errors.reference_words);
+    Int(w, "errors", s.wer->errors.errors());
+    Int(w, "substitutions", s.wer->errors.substitutions);
+    Int(w, "insertions", s.wer->errors.insertions);
+    Int(w, "deletions", s.wer->errors.deletions);
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+void WriteThroughput(Writer& w, const ThroughputStats& t, const std::optional<SpeechStats>& speech = std::nullopt) {
   w.StartObject();
   if (!t.model.empty()) Str(w, "model", t.model);
   Int(w, "requests", t.requests);
@@ -72,6 +104,7 @@ void WriteThroughput(Writer& w, const ThroughputStats& t) {
   Int(w, "tokens", t.tokens);
   Num(w, "tokens_per_s", t.tokens_per_s);
   WriteLatency(w, t.latency);
+  if (speech) WriteSpeech(w, *speech);
   w.EndObject();
 }
 
@@ -106,7 +139,7 @@ void WriteRun(Writer& w, const RunSummary& s) {
   Bool(w, "capped", s.capped);
   w.EndObject();
   Key(w, "results");
-  WriteThroughput(w, s.total);
+  WriteThroughput(w, s.total, s.speech);
   Key(w, "per_model");
   w.StartArray();
   for (const ThroughputStats& m : s.per_model) WriteThroughput(w, m);
@@ -176,6 +209,7 @@ std::string ReportToJson(const Report& r) {
   Key(w, "config");
   w.StartObject();
   Str(w, "target", r.target);
+  Str(w, "api", r.api);
   Int(w, "seed", static_cast<int64_t>(r.seed));
   Num(w, "duration_s", r.options.duration_s);
   Int(w, "requests", r.options.requests);
@@ -282,6 +316,7 @@ std::string ReportToJson(const Report& r) {
     if (r.sweep_best) {
       Num(w, "best_level", r.sweep[*r.sweep_best].level);
       Num(w, "best_req_per_s", r.sweep[*r.sweep_best].summary.total.req_per_s);
+      if (const auto& speech = r.sweep[*r.sweep_best].summary.speech) Num(w, "best_rtfx", speech->rtfx);
     }
     Key(w, "steps");
     w.StartArray();
@@ -294,6 +329,7 @@ std::string ReportToJson(const Report& r) {
       Num(w, "audio_s_per_s", s.summary.total.audio_s_per_s);
       Num(w, "error_rate", s.summary.total.error_rate);
       WriteLatency(w, s.summary.total.latency);
+      if (s.summary.speech) WriteSpeech(w, *s.summary.speech);
       Key(w, "verdicts");
       WriteVerdicts(w, s.verdicts);
       w.EndObject();

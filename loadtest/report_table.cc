@@ -25,8 +25,79 @@ std::string RunLine(const RunSummary& s) {
                          : absl::StrFormat("open loop, %.4g req/s %s%s", s.rate, s.arrival,
                                            s.arrival == "gamma" ? absl::StrFormat(" (burstiness %.3g)", s.burstiness)
                                                                 : std::string());
+  if (s.speech && s.speech->api == "riva-streaming") {
+    mode = absl::StrFormat("Riva StreamingRecognize, %d streams, %.4g ms chunks %s", s.speech->streams,
+                           s.speech->chunk_ms, s.speech->realtime ? "at real time" : "as fast as flow control allows");
+  } else if (s.speech) {
+    mode = absl::StrCat("Riva Recognize, ", mode);
+  }
   return absl::StrFormat("%s; measured window %.2f s (run %.2f s, stopped by %s%s)", mode, s.window_s, s.wall_s,
                          s.stop_reason, s.capped ? ", CAPPED" : "");
+}
+
+std::string LatencyRow(const std::string& name, const LatencyStats& l) {
+  return absl::StrFormat("  %-14s %8d %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f\n", name, l.count, l.mean_ms, l.p50_ms,
+                         l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms);
+}
+
+// The Riva APIs' figures: audio, RTFx, the streaming latencies and WER.
+std::string SpeechSection(const SpeechStats& s) {
+  std::string out = absl::StrFormat("speech (%s): %.1f s of audio sent and transcribed, RTFx %.2f (audio seconds "
+                                    "per wall second of the window)\n",
+                                    s.api, s.audio_seconds, s.rtfx);
+  if (s.api == "riva-streaming") {
+    absl::StrAppend(&out, "  (a request above is one whole stream: its latency is the stream's duration)\n",
+                    absl::StrFormat("  %-14s %8s %8s %8s %8s %8s %8s %8s\n", "latency ms", "count", "mean", "p50",
+                                    "p90", "p95", "p99", "max"),
+                    LatencyRow("chunk", s.chunk_latency), LatencyRow("final", s.final_latency),
+                    LatencyRow("first result", s.first_result));
+    absl::StrAppend(&out, absl::StrFormat("  chunks: %d sent by the successful streams, %d never covered by a result\n",
+                                          s.chunks, s.chunks_unanswered));
+  }
+  if (s.wer) {
+    const WordErrors& e = s.wer->errors;
+    absl::StrAppend(&out, absl::StrFormat("  WER %.2f %% (%d errors / %d reference words: %d substitutions, %d "
+                                          "insertions, %d deletions; %d transcripts scored)\n",
+                                          100 * s.wer->wer, e.errors(), e.reference_words, e.substitutions,
+                                          e.insertions, e.deletions, s.wer->scored));
+  }
+  return out;
+}
+
+std::string SweepTable(const Report& r) {
+  const std::string& knob = r.sweep.front().knob;
+  std::string out = absl::StrCat("\nsweep over ", knob, ":\n");
+  if (knob == "streams") {
+    absl::StrAppend(&out, absl::StrFormat("%10s %8s %9s %9s %9s %8s  %s\n", knob, "RTFx", "chunk p50", "chunk p95",
+                                          "chunk p99", "errors", "SLO"));
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("%10s %9s %9s %8s %8s %8s  %s\n", knob, "req/s", "goodput/s", "p50 ms",
+                                          "p99 ms", "errors", "SLO"));
+  }
+  for (size_t i = 0; i < r.sweep.size(); ++i) {
+    const SweepStep& st = r.sweep[i];
+    const ThroughputStats& t = st.summary.total;
+    const std::string verdict = absl::StrCat(st.pass ? "PASS" : "FAIL", r.sweep_best == i ? "  <- best" : "");
+    if (knob == "streams") {
+      const SpeechStats speech = st.summary.speech.value_or(SpeechStats());
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %8.2f %9.1f %9.1f %9.1f %8d  %s\n", st.level, speech.rtfx,
+                                            speech.chunk_latency.p50_ms, speech.chunk_latency.p95_ms,
+                                            speech.chunk_latency.p99_ms, t.errors, verdict));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8.1f %8.1f %8d  %s\n", st.level, t.req_per_s,
+                                            t.goodput_rps, t.latency.p50_ms, t.latency.p99_ms, t.errors, verdict));
+    }
+  }
+  if (!r.sweep_best) return absl::StrCat(out, "no sweep step met the SLO\n");
+  const SweepStep& best = r.sweep[*r.sweep_best];
+  if (knob == "streams") {
+    return absl::StrCat(out, absl::StrFormat("most streams meeting the SLO: %.4g (RTFx %.2f, chunk latency p95 %.1f "
+                                             "ms)\n",
+                                             best.level, best.summary.speech ? best.summary.speech->rtfx : 0.0,
+                                             best.summary.speech ? best.summary.speech->chunk_latency.p95_ms : 0.0));
+  }
+  return absl::StrCat(out, absl::StrFormat("highest throughput meeting the SLO: %.2f req/s at %s %.4g\n",
+                                           best.summary.total.req_per_s, knob, best.level));
 }
 
 }  // namespace
@@ -80,10 +151,11 @@ std::string FormatReport(const Report& r) {
     absl::StrAppend(&out, absl::StrFormat("errors by code: %s (error rate %.4f)\n", absl::StrJoin(parts, ", "),
                                           s.total.error_rate));
   }
-  if (s.total.audio_seconds > 0) {
+  if (s.total.audio_seconds > 0 && !s.speech) {
     absl::StrAppend(&out, absl::StrFormat("audio: %.1f s served, RTFx %.2f (audio seconds per wall second)\n",
                                           s.total.audio_seconds, s.total.audio_s_per_s));
   }
+  if (s.speech) absl::StrAppend(&out, SpeechSection(*s.speech));
   if (s.total.tokens > 0) {
     absl::StrAppend(&out, absl::StrFormat("tokens: %d served, %.1f tokens/s\n", s.total.tokens, s.total.tokens_per_s));
   }
@@ -138,25 +210,7 @@ std::string FormatReport(const Report& r) {
     }
   }
   absl::StrAppend(&out, FormatVerify(r.verify));
-  if (!r.sweep.empty()) {
-    absl::StrAppend(&out, "\nsweep over ", r.sweep.front().knob, ":\n",
-                    absl::StrFormat("%10s %9s %9s %8s %8s %8s  %s\n", r.sweep.front().knob, "req/s", "goodput/s",
-                                    "p50 ms", "p99 ms", "errors", "SLO"));
-    for (size_t i = 0; i < r.sweep.size(); ++i) {
-      const SweepStep& st = r.sweep[i];
-      const ThroughputStats& t = st.summary.total;
-      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8.1f %8.1f %8d  %s%s\n", st.level, t.req_per_s,
-                                            t.goodput_rps, t.latency.p50_ms, t.latency.p99_ms, t.errors,
-                                            st.pass ? "PASS" : "FAIL", r.sweep_best == i ? "  <- best" : ""));
-    }
-    if (r.sweep_best) {
-      absl::StrAppend(&out, absl::StrFormat("highest throughput meeting the SLO: %.2f req/s at %s %.4g\n",
-                                            r.sweep[*r.sweep_best].summary.total.req_per_s, r.sweep.front().knob,
-                                            r.sweep[*r.sweep_best].level));
-    } else {
-      absl::StrAppend(&out, "no sweep step met the SLO\n");
-    }
-  }
+  if (!r.sweep.empty()) absl::StrAppend(&out, SweepTable(r));
   if (r.slo) {
     absl::StrAppend(&out, "\nSLO:\n");
     for (const Verdict& v : r.verdicts) absl::StrAppend(&out, "  ", FormatVerdict(v), "\n");

@@ -110,10 +110,11 @@ class LoadRun {
     const auto deadline = std::chrono::system_clock::now() +
                           std::chrono::microseconds(static_cast<int64_t>(options_.timeout_ms * 1e3));
     client_.Send(std::move(planned.proto), deadline,
-                 [shared = &shared_, start = start_, record](const grpc::Status& status,
-                                                             const inference::ModelInferResponse&) mutable {
+                 [shared = &shared_, start = start_, record, on_response = &options_.on_response](
+                     const grpc::Status& status, const inference::ModelInferResponse& response) mutable {
                    record.done_s = SecondsSince(start);
                    record.code = static_cast<int>(status.error_code());
+                   if (record.ok() && *on_response) (*on_response)(record, response);
                    absl::MutexLock lock(&shared->mu);
                    --shared->in_flight;
                    (record.ok() ? shared->ok : shared->errors) += 1;

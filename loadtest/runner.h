@@ -19,6 +19,8 @@
 
 namespace sluice::loadtest {
 
+struct RequestRecord;
+
 struct RunOptions {
   int concurrency = 0;  // > 0: closed loop
   double rate = 0;      // > 0: open loop, requests per second
@@ -42,6 +44,9 @@ struct RunOptions {
   // Called once, on the sending thread, just before the first measured request is sent (warm-up over).
   // Must return quickly (it delays that send).
   std::function<void()> on_measure_start;
+  // Called for every call that ends OK, on the client's thread, with its record (done_s and code set) and
+  // answer (e.g. riva-offline's transcript). Must be short and thread-safe.
+  std::function<void(const RequestRecord&, const inference::ModelInferResponse&)> on_response;
 };
 
 // One request as the load generator saw it. Times are seconds since the run started.

@@ -19,20 +19,30 @@ absl::Status ReadNonNegative(const YamlNode& parent, std::string_view key, std::
   return absl::OkStatus();
 }
 
+// A latency map such as latency_ms: {p50, p90, p95, p99, max, mean}.
+absl::Status ReadLatencyMap(const YamlNode& root, std::string_view key, std::map<std::string, double>& out) {
+  std::optional<YamlNode> latency = root.Optional(key);
+  if (!latency) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(latency->ExpectMap());
+  SLUICE_RETURN_IF_ERROR(latency->CheckKeys({"p50", "p90", "p95", "p99", "max", "mean"}));
+  for (const char* name : {"p50", "p90", "p95", "p99", "max", "mean"}) {
+    std::optional<double> value;
+    SLUICE_RETURN_IF_ERROR(ReadNonNegative(*latency, name, value));
+    if (value) out[name] = *value;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SloSpec> Parse(const YamlNode& root) {
   SloSpec slo;
   if (!root.IsMap()) return root.Error("an SLO file is a map (latency_ms, max_error_rate, ...)");
   SLUICE_RETURN_IF_ERROR(root.CheckKeys({"latency_ms", "max_error_rate", "min_throughput_rps", "min_goodput_rps",
-                                         "min_audio_seconds_per_second", "request"}));
-  if (std::optional<YamlNode> latency = root.Optional("latency_ms")) {
-    SLUICE_RETURN_IF_ERROR(latency->ExpectMap());
-    SLUICE_RETURN_IF_ERROR(latency->CheckKeys({"p50", "p90", "p95", "p99", "max", "mean"}));
-    for (const char* key : {"p50", "p90", "p95", "p99", "max", "mean"}) {
-      std::optional<double> value;
-      SLUICE_RETURN_IF_ERROR(ReadNonNegative(*latency, key, value));
-      if (value) slo.latency_ms[key] = *value;
-    }
-  }
+                                         "min_audio_seconds_per_second", "request", "chunk_latency_ms",
+                                         "final_latency_ms", "max_wer"}));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "latency_ms", slo.latency_ms));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "chunk_latency_ms", slo.chunk_latency_ms));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "final_latency_ms", slo.final_latency_ms));
+  SLUICE_RETURN_IF_ERROR(ReadNonNegative(root, "max_wer", slo.max_wer));
   SLUICE_RETURN_IF_ERROR(ReadNonNegative(root, "max_error_rate", slo.max_error_rate));
   if (slo.max_error_rate && *slo.max_error_rate > 1) {
     return root.Required("max_error_rate")->Error("is a fraction in [0, 1]");
@@ -53,7 +63,8 @@ absl::StatusOr<SloSpec> Parse(const YamlNode& root) {
 
 bool SloSpec::empty() const {
   return latency_ms.empty() && !max_error_rate && !min_throughput_rps && !min_goodput_rps &&
-         !min_audio_seconds_per_second && !request_latency_ms && !request_max_rtf;
+         !min_audio_seconds_per_second && !request_latency_ms && !request_max_rtf && chunk_latency_ms.empty() &&
+         final_latency_ms.empty() && !max_wer;
 }
 
 absl::StatusOr<SloSpec> LoadSlo(const std::string& path) {
@@ -83,13 +94,24 @@ std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary) {
     verdicts.push_back({std::move(name), ">=", threshold, actual, actual >= threshold});
   };
   const ThroughputStats& t = summary.total;
-  const LatencyStats& l = t.latency;
-  const std::map<std::string, double> actual_latency = {{"p50", l.p50_ms}, {"p90", l.p90_ms}, {"p95", l.p95_ms},
-                                                        {"p99", l.p99_ms}, {"max", l.max_ms},  {"mean", l.mean_ms}};
-  for (const auto& [key, threshold] : slo.latency_ms) {
-    // No successful request means no latency at all: that cannot pass a latency objective.
-    verdicts.push_back({absl::StrCat(key, " latency (ms)"), "<=", threshold, actual_latency.at(key),
-                        l.count > 0 && actual_latency.at(key) <= threshold});
+  // No measured latency at all (no successful request, or no speech figures) cannot pass a latency objective.
+  auto latencies = [&](const std::string& what, const std::map<std::string, double>& thresholds,
+                       const LatencyStats& l) {
+    const std::map<std::string, double> actual = {{"p50", l.p50_ms}, {"p90", l.p90_ms}, {"p95", l.p95_ms},
+                                                  {"p99", l.p99_ms}, {"max", l.max_ms},  {"mean", l.mean_ms}};
+    for (const auto& [key, threshold] : thresholds) {
+      verdicts.push_back({absl::StrCat(key, " ", what, " (ms)"), "<=", threshold, actual.at(key),
+                          l.count > 0 && actual.at(key) <= threshold});
+    }
+  };
+  latencies("latency", slo.latency_ms, t.latency);
+  const SpeechStats speech = summary.speech.value_or(SpeechStats());
+  latencies("chunk latency", slo.chunk_latency_ms, speech.chunk_latency);
+  latencies("final latency", slo.final_latency_ms, speech.final_latency);
+  if (slo.max_wer) {
+    // Without references there is no WER: that cannot pass either.
+    const double wer = speech.wer ? speech.wer->wer : 0;
+    verdicts.push_back({"WER", "<=", *slo.max_wer, wer, speech.wer && wer <= *slo.max_wer});
   }
   if (slo.max_error_rate) at_most("error rate", *slo.max_error_rate, t.error_rate);
   if (slo.min_throughput_rps) at_least("throughput (req/s)", *slo.min_throughput_rps, t.req_per_s);

@@ -7,6 +7,9 @@
 //   min_goodput_rps: 15                 # requests meeting `request` per second
 //   min_audio_seconds_per_second: 50    # RTFx, speech models
 //   request: {latency_ms: 500, max_rtf: 0.25}  # per request: latency, and latency / audio duration (speech)
+//   chunk_latency_ms: {p95: 300}        # --api riva-streaming: chunk sent -> result covering it (same keys
+//   final_latency_ms: {p99: 800}        #   as latency_ms); WritesDone -> final result
+//   max_wer: 0.2                        # the Riva APIs, with reference transcripts: corpus word error rate
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -30,6 +33,9 @@ struct SloSpec {
   std::optional<double> min_audio_seconds_per_second;
   std::optional<double> request_latency_ms;
   std::optional<double> request_max_rtf;
+  std::map<std::string, double> chunk_latency_ms;  // keys as latency_ms
+  std::map<std::string, double> final_latency_ms;
+  std::optional<double> max_wer;
 
   bool empty() const;
 };

@@ -26,4 +26,11 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/plot_svg.cc
   ${CMAKE_CURRENT_LIST_DIR}/sweep.cc
   ${CMAKE_CURRENT_LIST_DIR}/padding_plan.cc       # --dry-run: bucket shares and padding efficiency of a traffic profile
+  ${CMAKE_CURRENT_LIST_DIR}/wer.cc                # word error rate (word-level Levenshtein with S/I/D)
+  ${CMAKE_CURRENT_LIST_DIR}/speech_audio.cc       # 16-bit PCM / WAV bytes (libsndfile), chunk arithmetic
+  ${CMAKE_CURRENT_LIST_DIR}/riva_offline_client.cc  # the client seam over Riva Recognize (--api riva-offline)
+  ${CMAKE_CURRENT_LIST_DIR}/stream_call.cc        # one Riva StreamingRecognize call (callback bidi reactor)
+  ${CMAKE_CURRENT_LIST_DIR}/stream_runner.cc      # --api riva-streaming: N stream slots, real-time pacing
+  ${CMAKE_CURRENT_LIST_DIR}/speech_summary.cc     # RTFx, chunk/final latency, WER of a speech run
+  ${CMAKE_CURRENT_LIST_DIR}/speech_load.cc        # the Riva APIs' runs for app.cc
 )

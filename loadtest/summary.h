@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loadtest/runner.h"
+#include "loadtest/wer.h"
 #include "loadtest/workload.h"
 
 namespace sluice::loadtest {
@@ -40,6 +42,25 @@ struct ThroughputStats {
   LatencyStats latency;
 };
 
+// The speech API's figures (--api riva-offline | riva-streaming); speech_summary.h computes them.
+struct WerStats {
+  int64_t scored = 0;  // transcripts compared (successful measured requests whose recording has a reference)
+  WordErrors errors;
+  double wer = 0;  // errors / reference words
+};
+
+struct SpeechStats {
+  std::string api;  // riva-offline | riva-streaming
+  int streams = 0;  // riva-streaming: concurrent streams
+  double chunk_ms = 0;
+  bool realtime = false;
+  double audio_seconds = 0;
+  double rtfx = 0;
+  LatencyStats chunk_latency, final_latency, first_result;  // riva-streaming
+  int64_t chunks = 0, chunks_unanswered = 0;                // riva-streaming
+  std::optional<WerStats> wer;                              // when some scored request has a reference
+};
+
 struct RunSummary {
   std::string mode;  // "closed" or "open"
   int concurrency = 0;
@@ -53,6 +74,7 @@ struct RunSummary {
   bool capped = false;
   ThroughputStats total;
   std::vector<ThroughputStats> per_model;  // one per workload model, in mix order
+  std::optional<SpeechStats> speech;       // the Riva APIs only
 };
 
 // `good` decides whether a successful request met every per-request SLO (null: every success is good).

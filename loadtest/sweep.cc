@@ -10,8 +10,9 @@ namespace sluice::loadtest {
 constexpr double kMinDeliveredShare = 0.9;
 
 absl::StatusOr<std::vector<double>> SweepLevels(const SweepOptions& options) {
-  if (options.knob != "concurrency" && options.knob != "rate") {
-    return absl::InvalidArgumentError(absl::StrCat("sweep knob '", options.knob, "' (expected concurrency or rate)"));
+  if (options.knob != "concurrency" && options.knob != "rate" && options.knob != "streams") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep knob '", options.knob, "' (expected concurrency, rate or streams)"));
   }
   std::vector<double> levels = options.levels;
   if (levels.empty()) {
@@ -20,7 +21,7 @@ absl::StatusOr<std::vector<double>> SweepLevels(const SweepOptions& options) {
     }
     double level = options.start;
     for (int i = 0; i < options.steps; ++i, level *= options.factor) {
-      levels.push_back(options.knob == "concurrency" ? std::round(level) : level);
+      levels.push_back(options.knob == "rate" ? level : std::round(level));
     }
   }
   for (size_t i = 0; i < levels.size(); ++i) {
@@ -56,13 +57,21 @@ absl::Status RunSweep(const SweepOptions& options, const SloSpec& slo,
     step.summary = *std::move(summary);
     step.verdicts = SweepVerdicts(slo, options.knob, level, step.summary);
     step.pass = AllPass(step.verdicts);
-    spdlog::info("sweep {} {:g}: {:.2f} req/s, p99 {:.1f} ms, error rate {:.4f}: {}", options.knob, level,
-                 step.summary.total.req_per_s, step.summary.total.latency.p99_ms, step.summary.total.error_rate,
-                 step.pass ? "PASS" : "FAIL");
-    steps.push_back(std::move(step));
-    if (steps.back().pass && (!best || steps.back().summary.total.req_per_s > steps[*best].summary.total.req_per_s)) {
-      best = steps.size() - 1;
+    if (const std::optional<SpeechStats>& speech = step.summary.speech; speech && options.knob == "streams") {
+      spdlog::info("sweep streams {:g}: RTFx {:.2f}, chunk latency p95 {:.1f} ms, error rate {:.4f}: {}", level,
+                   speech->rtfx, speech->chunk_latency.p95_ms, step.summary.total.error_rate,
+                   step.pass ? "PASS" : "FAIL");
+    } else {
+      spdlog::info("sweep {} {:g}: {:.2f} req/s, p99 {:.1f} ms, error rate {:.4f}: {}", options.knob, level,
+                   step.summary.total.req_per_s, step.summary.total.latency.p99_ms, step.summary.total.error_rate,
+                   step.pass ? "PASS" : "FAIL");
     }
+    steps.push_back(std::move(step));
+    // Streams: the most streams that met the SLO (each stream is real-time audio, so more is the capacity).
+    const bool better = !best || (options.knob == "streams"
+                                      ? steps.back().level > steps[*best].level
+                                      : steps.back().summary.total.req_per_s > steps[*best].summary.total.req_per_s);
+    if (steps.back().pass && better) best = steps.size() - 1;
     if (!steps.back().pass && options.stop_at_first_failure) break;
   }
   return absl::OkStatus();

@@ -1,7 +1,8 @@
-// Sweep: runs the same workload at rising concurrency or rate until a step breaks its objectives, and names
-// the highest-throughput step that met them. A step passes when every SLO verdict passes; for a rate sweep it
-// must also deliver at least 90 % of the offered rate (otherwise the server is saturated and queues grow).
-// Levels are given, or start × factor^k for k < steps.
+// Sweep: runs the same workload at rising concurrency or rate (or, for --api riva-streaming, stream count)
+// until a step breaks its objectives, and names the highest-throughput step that met them (for streams: the
+// largest stream count that met them). A step passes when every SLO verdict passes; for a rate sweep it must
+// also deliver at least 90 % of the offered rate (otherwise the server is saturated and queues grow).
+// Levels are given, or start × factor^k for k < steps (rounded for concurrency and streams).
 // Thread-safety: RunSweep blocks its calling thread.
 #pragma once
 
@@ -16,7 +17,7 @@
 namespace sluice::loadtest {
 
 struct SweepOptions {
-  std::string knob;            // "concurrency" or "rate"
+  std::string knob;            // "concurrency", "rate" or "streams"
   std::vector<double> levels;  // explicit levels; else start × factor^k
   double start = 1;
   double factor = 2;
@@ -30,7 +31,8 @@ absl::StatusOr<std::vector<double>> SweepLevels(const SweepOptions& options);
 std::vector<Verdict> SweepVerdicts(const SloSpec& slo, const std::string& knob, double level,
                                    const RunSummary& summary);
 
-// Runs `measure(level)` per level; fills `steps` and `best` (highest successful req/s among passing steps).
+// Runs `measure(level)` per level; fills `steps` and `best` (highest successful req/s among passing steps; for
+// streams the highest passing level).
 absl::Status RunSweep(const SweepOptions& options, const SloSpec& slo,
                       const std::function<absl::StatusOr<RunSummary>(double level)>& measure,
                       std::vector<SweepStep>& steps, std::optional<size_t>& best);

@@ -91,6 +91,13 @@ PlannedRequest Workload::Draw(uint64_t index) const {
   return planned;
 }
 
+const std::string* Workload::Reference(const PlannedRequest& planned) const {
+  const WorkloadModel& m = models_[planned.model];
+  if (!m.audio || planned.clip < 0) return nullptr;
+  const std::optional<std::string>& reference = m.audio->clips[planned.clip].reference;
+  return reference ? &*reference : nullptr;
+}
+
 PlannedRequest Workload::Make(uint64_t index) const {
   PlannedRequest planned = Draw(index);
   const ModelInfo& info = models_[planned.model].info;

@@ -44,6 +44,9 @@ class Workload {
   // The model, length and clip of request `index` without building its input (cheap; same draw as Make()).
   PlannedRequest Draw(uint64_t index) const;
 
+  // The reference transcript of the request's recording (<name>.txt in the audio folder); null when none.
+  const std::string* Reference(const PlannedRequest& planned) const;
+
   const std::vector<WorkloadModel>& models() const { return models_; }
   uint64_t seed() const { return seed_; }
 

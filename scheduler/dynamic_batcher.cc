@@ -41,6 +41,7 @@ class DynamicBatcher final : public Scheduler {
     {
       MutexLock lock(&mu_);
       slot_work_.resize(slots_.size());
+      in_rotation_ = static_cast<int>(slots_.size());
     }
     for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { InstanceLoop(*s); });
     batcher_thread_ = std::thread([this] { BatcherLoop(); });
@@ -66,6 +67,7 @@ class DynamicBatcher final : public Scheduler {
     queued->enqueued = now;
     MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
+    if (in_rotation_ == 0) return NoInstanceLeft();
     if (queued_ >= model_.batching.max_queue_size) {
       return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, " queue is full (max_queue_size ",
                                                        model_.batching.max_queue_size, ")"));
@@ -121,6 +123,11 @@ class DynamicBatcher final : public Scheduler {
     return queued_;
   }
 
+  int InstancesInRotation() const override {
+    MutexLock lock(&mu_);
+    return in_rotation_;
+  }
+
   const ModelConfig& model() const override { return model_; }
 
  private:
@@ -135,6 +142,7 @@ class DynamicBatcher final : public Scheduler {
   };
   struct SlotWork {
     bool busy = false;                    // from assignment until the batch is answered
+    bool out_of_rotation = false;         // its device is gone: never given another batch
     std::optional<FormedBatch> assigned;  // handed over by the batcher, taken by the instance thread
   };
 
@@ -226,7 +234,7 @@ class DynamicBatcher final : public Scheduler {
   // The index of an instance with no batch, if any.
   std::optional<size_t> FreeSlotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (size_t i = 0; i < slot_work_.size(); ++i) {
-      if (!slot_work_[i].busy) return i;
+      if (!slot_work_[i].busy && !slot_work_[i].out_of_rotation) return i;
     }
     return std::nullopt;
   }
@@ -246,6 +254,13 @@ class DynamicBatcher final : public Scheduler {
       if (!expired.empty()) {
         mu_.Unlock();
         AnswerUnrun(std::move(expired), absl::DeadlineExceededError("the request's deadline passed while queued"));
+        mu_.Lock();
+        continue;
+      }
+      if (in_rotation_ == 0 && queued_ > 0) {  // nothing can run them any more
+        std::vector<Queued> stranded = TakeAllQueuedLocked();
+        mu_.Unlock();
+        AnswerUnrun(std::move(stranded), NoInstanceLeft());
         mu_.Lock();
         continue;
       }
@@ -272,8 +287,12 @@ class DynamicBatcher final : public Scheduler {
         batch = std::move(*slot_work_[slot.index].assigned);
         slot_work_[slot.index].assigned.reset();
       }
-      const absl::Duration batch_time = RunBatch(slot, batch);
+      const auto [batch_time, device_gone] = RunBatch(slot, batch);
       MutexLock lock(&mu_);
+      if (device_gone && !slot_work_[slot.index].out_of_rotation) {
+        slot_work_[slot.index].out_of_rotation = true;
+        --in_rotation_;
+      }
       absl::Duration& estimate = estimates_[batch.bucket][table_.BatchSizeIndex(batch.batch_size)];
       // Smoothed so one slow outlier does not close every later batch early.
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
@@ -285,15 +304,16 @@ class DynamicBatcher final : public Scheduler {
   }
 
   // Runs one batch and answers its requests. No lock is held here. Returns the batch's whole time (gather,
-  // graph, scatter): what a deadline has to allow for.
-  absl::Duration RunBatch(const InstanceSlot& slot, FormedBatch& batch) {
+  // graph, scatter: what a deadline has to allow for) and whether the backend said its device is gone
+  // (Unavailable).
+  std::pair<absl::Duration, bool> RunBatch(const InstanceSlot& slot, FormedBatch& batch) {
     const int rows = static_cast<int>(batch.requests.size());
     std::vector<const InferRequest*> requests;
     for (const Queued& q : batch.requests) requests.push_back(&q->request);
     const absl::Time start = clock_.Now();
     const PaddedBatch padded = AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket));
     const absl::Time assembled = clock_.Now();
-    absl::StatusOr<BatchResult> result = slot.backend->Execute(padded);
+    absl::StatusOr<BatchResult> result = ExecuteContained(slot, padded);
     const absl::Time executed = clock_.Now();
     const absl::Duration compute = executed - assembled;
     if (on_batch_) {
@@ -317,7 +337,42 @@ class DynamicBatcher final : public Scheduler {
       response.bucket_length = table_.length(batch.bucket);
       batch.requests[r]->request.on_done(std::move(response));
     }
-    return scattered - start;
+    return {scattered - start, result.status().code() == absl::StatusCode::kUnavailable};
+  }
+
+  absl::Status NoInstanceLeft() const {
+    return absl::UnavailableError(absl::StrCat("model ", model_.name,
+                                               " has no instance left in rotation (every instance's device failed)"));
+  }
+
+  std::vector<Queued> TakeAllQueuedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Queued> all;
+    for (BucketQueue& queue : queues_) {
+      for (Queued& q : queue.TakeFront(queue.size())) {
+        bucket_of_.erase(q->id);
+        all.push_back(std::move(q));
+      }
+    }
+    queued_ = 0;
+    return all;
+  }
+
+  // The backend's Execute, with whatever goes wrong kept to this batch: an exception becomes Internal, and
+  // every error names the model, the bucket and the instance (the backend's own message follows).
+  absl::StatusOr<BatchResult> ExecuteContained(const InstanceSlot& slot, const PaddedBatch& padded) {
+    absl::StatusOr<BatchResult> result = absl::InternalError("not run");
+    try {
+      result = slot.backend->Execute(padded);
+    } catch (const std::exception& e) {
+      result = absl::InternalError(absl::StrCat("the backend threw: ", e.what()));
+    } catch (...) {
+      result = absl::InternalError("the backend threw a non-standard exception");
+    }
+    if (result.ok()) return result;
+    return absl::Status(result.status().code(),
+                        absl::StrCat("model ", model_.name, ", bucket (batch ", padded.batch_size, ", length ",
+                                     padded.length, "), instance ", slot.index, " (", slot.backend->Describe(),
+                                     "): ", result.status().message()));
   }
 
   // Answers requests that never ran (expired, cancelled). Called without mu_ held.
@@ -349,6 +404,7 @@ class DynamicBatcher final : public Scheduler {
   std::vector<SlotWork> slot_work_ ABSL_GUARDED_BY(mu_);                     // [instance index]
   RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   int queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_rotation_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

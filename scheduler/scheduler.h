@@ -52,6 +52,9 @@ class Scheduler {
   virtual int64_t InFlight() const = 0;
   // Accepted requests still waiting in a queue (not yet in a running batch).
   virtual int64_t QueueDepth() const = 0;
+  // Instances still given batches. An instance whose backend answers a batch Unavailable (its device is gone)
+  // is taken out of rotation for good; with none left, queued and new requests are answered Unavailable.
+  virtual int InstancesInRotation() const = 0;
 
   virtual const ModelConfig& model() const = 0;
 };

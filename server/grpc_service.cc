@@ -115,7 +115,7 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelReady(grpc::CallbackServerC
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
   if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
-  response->set_ready(hub_->ready());
+  response->set_ready((*model)->ready());
   return Reply(context, grpc::Status::OK);
 }
 

@@ -128,6 +128,9 @@ void ModelReady(RouteContext& c) {
   absl::StatusOr<ServedModel*> model = FindModel(c);
   if (!model.ok()) return SendError(*c.exchange, model.status());
   if (!c.hub.ready()) return SendError(*c.exchange, absl::UnavailableError("model not ready (draining)"));
+  if (!(*model)->ready()) {
+    return SendError(*c.exchange, absl::UnavailableError("model not ready: no instance left in rotation"));
+  }
   SendJson(*c.exchange, 200, R"({"ready":true})");
 }
 

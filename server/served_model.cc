@@ -28,9 +28,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Create(const ServedMod
   model->scheduler_ = *std::move(scheduler);
   if (options.metrics != nullptr) {
     std::vector<const Backend*> instances(options.instances.begin(), options.instances.end());
-    const ServingState* state = options.state;
+    ServedModel* const self = model.get();
     model->metrics_ = options.metrics->AddModel(*options.config, instances, model->scheduler_.get(),
-                                                [state] { return state->ready(); }, *options.clock);
+                                                [self] { return self->ready(); }, *options.clock);
   }
   return model;
 }

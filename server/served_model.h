@@ -53,6 +53,8 @@ class ServedModel {
   Scheduler& scheduler() { return *scheduler_; }
   const Scheduler& scheduler() const { return *scheduler_; }
   ModelStats& stats() { return stats_; }
+  // Serving: the server is ready (not loading or draining) and some instance is still in rotation.
+  bool ready() const { return state_->ready() && scheduler_->InstancesInRotation() > 0; }
 
   // The one request path. `call` is what the front end decoded, or why its wire message could not be decoded.
   // `done` is called exactly once (see InferCompletion for which thread). Refusals before queueing (a decode

@@ -100,6 +100,7 @@ void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMet
   if (scheduler_ != nullptr) {
     queue_depth_->Set(static_cast<double>(scheduler_->QueueDepth()));
     in_flight_->Set(static_cast<double>(scheduler_->InFlight()));
+    in_rotation_->Set(static_cast<double>(scheduler_->InstancesInRotation()));
   }
   model_ready_->Set(ready_() ? 1 : 0);
   for (size_t i = 0; i < busy_seconds_.size(); ++i) {
@@ -207,6 +208,9 @@ void ModelMetrics::AddStateGauges(prometheus::Registry& r) {
   in_flight_ = &BuildGauge().Name("sluice_in_flight").Help("Accepted requests not yet answered")
                     .Register(r).Add(model);
   model_ready_ = &BuildGauge().Name("sluice_model_ready").Help("1 when the model is loaded, warmed and serving")
+                      .Register(r).Add(model);
+  in_rotation_ = &BuildGauge().Name("sluice_instances_in_rotation")
+                      .Help("Instances still given batches (one whose device failed Unavailable is taken out)")
                       .Register(r).Add(model);
   padding_efficiency_ = &BuildGauge().Name("sluice_padding_efficiency")
                              .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);

@@ -101,6 +101,7 @@ class ModelMetrics {
   prometheus::Gauge* queue_depth_ = nullptr;
   prometheus::Gauge* in_flight_ = nullptr;
   prometheus::Gauge* model_ready_ = nullptr;
+  prometheus::Gauge* in_rotation_ = nullptr;
   prometheus::Gauge* padding_efficiency_ = nullptr;
   std::unique_ptr<CapacityEstimator> capacity_;
   prometheus::Gauge* capacity_utilization_ = nullptr;

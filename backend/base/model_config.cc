@@ -198,8 +198,30 @@ absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
   return group;
 }
 
+absl::StatusOr<SimFaults> ParseSimFaults(const YamlNode& node) {
+  SLUICE_RETURN_IF_ERROR(node.ExpectMap());
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"error_rate", "exception_rate", "gone_after_batches", "seed"}));
+  SimFaults faults;
+  for (auto [key, rate] : {std::pair{"error_rate", &faults.error_rate}, {"exception_rate", &faults.exception_rate}}) {
+    if (auto value = node.Optional(key)) {
+      SLUICE_ASSIGN_OR_RETURN(*rate, value->AsDouble());
+      if (!(*rate >= 0 && *rate <= 1)) return value->Error("must be a probability in [0, 1]");
+    }
+  }
+  if (faults.error_rate + faults.exception_rate > 1) return node.Error("error_rate + exception_rate must be <= 1");
+  if (auto gone = node.Optional("gone_after_batches")) {
+    SLUICE_ASSIGN_OR_RETURN(faults.gone_after_batches, gone->AsInt());
+    if (faults.gone_after_batches < 0) return gone->Error("must be >= 0 (0: never)");
+  }
+  if (auto seed = node.Optional("seed")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, seed->AsInt());
+    faults.seed = static_cast<uint64_t>(value);
+  }
+  return faults;
+}
+
 absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"base_ms", "per_sample_us", "output_steps_per_input_step"}));
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"base_ms", "per_sample_us", "output_steps_per_input_step", "faults"}));
   SimCostModel sim;
   SLUICE_ASSIGN_OR_RETURN(YamlNode base, node.Required("base_ms"));
   SLUICE_ASSIGN_OR_RETURN(sim.base_ms, base.AsDouble());
@@ -214,6 +236,9 @@ absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
     if (!(std::isfinite(sim.output_steps_per_input_step) && sim.output_steps_per_input_step > 0)) {
       return ratio->Error("must be > 0 and finite");
     }
+  }
+  if (auto faults = node.Optional("faults")) {
+    SLUICE_ASSIGN_OR_RETURN(sim.faults, ParseSimFaults(*faults));
   }
   return sim;
 }

@@ -60,10 +60,22 @@ struct BatchingOptions {
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the
 // variable axis). Outputs' variable axis has ceil(length * output_steps_per_input_step) steps.
+// Faults the `sim` device injects, for tests that faults stay contained (config `sim: {faults: {...}}`): each
+// batch throws an exception with probability exception_rate, else fails Internal with probability error_rate;
+// every batch after the first gone_after_batches (0: never) fails Unavailable, as a device that disappeared.
+// Draws are deterministic: a generator seeded with seed + the instance's replica index.
+struct SimFaults {
+  double error_rate = 0.0;
+  double exception_rate = 0.0;
+  int64_t gone_after_batches = 0;
+  uint64_t seed = 1;
+};
+
 struct SimCostModel {
   double base_ms = 0.0;
   double per_sample_us = 0.0;
   double output_steps_per_input_step = 1.0;
+  SimFaults faults;
 };
 
 struct InstanceGroup {

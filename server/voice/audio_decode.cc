@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -61,7 +62,9 @@ absl::StatusOr<SndfilePtr> OpenMemory(MemoryFile* file, SF_INFO* info, absl::str
 }
 
 // Reads every frame of `sf` as mono (mean of channels). Stops with InvalidArgument past max_frames, so a
-// file whose header hides its length is still refused without decoding it all.
+// file whose header hides its length is still refused without decoding it all. Float containers (IEEE float WAV,
+// AIFF, AU) may hold NaN, infinities or huge values: each sample is clamped to [-1, 1], NaN to 0, before channels
+// are mixed, so one such value can neither overflow the mix nor spread NaN through the resampler's output.
 absl::StatusOr<std::vector<float>> ReadMono(SNDFILE* sf, const SF_INFO& info, int64_t max_frames,
                                             double max_seconds, absl::string_view format) {
   constexpr sf_count_t kBlockFrames = 4096;
@@ -73,7 +76,10 @@ absl::StatusOr<std::vector<float>> ReadMono(SNDFILE* sf, const SF_INFO& info, in
     if (got <= 0) break;
     for (sf_count_t f = 0; f < got; ++f) {
       float sum = 0;
-      for (int c = 0; c < info.channels; ++c) sum += block[f * info.channels + c];
+      for (int c = 0; c < info.channels; ++c) {
+        const float x = block[f * info.channels + c];
+        sum += std::isnan(x) ? 0.0f : std::clamp(x, -1.0f, 1.0f);
+      }
       mono.push_back(sum / info.channels);
     }
     if (static_cast<int64_t>(mono.size()) > max_frames) {
@@ -121,9 +127,27 @@ absl::Status CheckRiffSize(std::string_view bytes) {
                                                  uint64_t{declared} + 8, " bytes, only ", bytes.size(), " arrived"));
 }
 
+// OGG is accepted with Opus inside only (what Riva's OGGOPUS names). Debian's libsndfile 1.2.0 leaks libvorbis's
+// setup (~6 KB) whenever it refuses malformed Vorbis headers (found by fuzz_audio_decode; upstream's ogg_vorbis.c
+// has the same code), which would let a client grow the server's memory at will: Vorbis is refused before
+// libsndfile sees it. The first page's first packet names the codec: "OpusHead" for Opus.
+absl::Status CheckOggIsOpus(std::string_view bytes) {
+  constexpr size_t kSegmentCountAt = 26, kSegmentTableAt = 27;
+  if (bytes.size() > kSegmentCountAt) {
+    const size_t payload = kSegmentTableAt + static_cast<uint8_t>(bytes[kSegmentCountAt]);
+    if (bytes.size() >= payload + 8 && bytes.substr(payload, 8) == "OpusHead") return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "ogg audio must carry Opus (OGGOPUS); other codecs in OGG (Vorbis, FLAC) are not accepted: send WAV, FLAC or "
+      "OGG Opus");
+}
+
 absl::StatusOr<DecodedAudio> DecodeContainer(std::string_view bytes, absl::string_view format, double max_seconds) {
   if (format == "wav") {
     if (absl::Status s = CheckRiffSize(bytes); !s.ok()) return s;
+  }
+  if (format == "ogg") {
+    if (absl::Status s = CheckOggIsOpus(bytes); !s.ok()) return s;
   }
   MemoryFile file{bytes};
   SF_INFO info = {};
@@ -253,6 +277,13 @@ absl::StatusOr<DecodedAudio> DecodeAudio(std::string_view bytes, const DeclaredA
     if (!resampler.ok()) return resampler.status();
     std::vector<float> resampled;
     if (absl::Status s = (*resampler)->Process(audio->samples, /*end_of_input=*/true, &resampled); !s.ok()) return s;
+    // A few samples at a much higher rate may make none at the target rate: that is no audio either (callers such
+    // as OfflineRecognition plan no window for it, and would never answer).
+    if (resampled.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("empty audio: the ", audio->format, " input's ",
+                                                     audio->samples.size(), " sample(s) at ", audio->source_rate_hz,
+                                                     " Hz make no sample at ", target_rate_hz, " Hz"));
+    }
     audio->samples = std::move(resampled);
   }
   ClampToUnit(audio->samples);

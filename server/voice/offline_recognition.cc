@@ -34,6 +34,10 @@ std::shared_ptr<OfflineRecognition> OfflineRecognition::Start(const SpeechModel*
                                                        "' cannot window this audio: ", plan.status().message())));
     return self;
   }
+  if (plan->empty()) {  // no windows would mean no completion: refuse instead (DecodeAudio refuses it first)
+    self->Fail(absl::InvalidArgumentError("empty audio: nothing to recognise"));
+    return self;
+  }
   self->plan_ = *std::move(plan);
   {
     absl::MutexLock lock(&self->mu_);

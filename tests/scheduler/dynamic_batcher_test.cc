@@ -281,6 +281,65 @@ TEST_F(DynamicBatcherTest, BackendFailureFailsOnlyThatBatch) {
   EXPECT_TRUE(next->response.status.ok()) << next->response.status;
 }
 
+TEST_F(DynamicBatcherTest, ABackendThatThrowsFailsOnlyThatBatchNamingModelBucketAndInstance) {
+  Start();
+  backend().ThrowNext();
+  std::vector<std::shared_ptr<PendingAnswer>> failed;
+  for (int i = 0; i < 4; ++i) failed.push_back(Submit(*scheduler_, 100));
+  for (auto& a : failed) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kInternal);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("scripted backend exception"));
+    EXPECT_THAT(a->response.status.message(), HasSubstr("model " + model_.name + ", bucket (batch 4, length 100)"));
+    EXPECT_THAT(a->response.status.message(), HasSubstr("instance 0 (scripted)"));
+  }
+  // The instance thread survived the exception: the next batch runs and answers.
+  auto next = Submit(*scheduler_, 100);
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(next));
+  EXPECT_TRUE(next->response.status.ok()) << next->response.status;
+}
+
+TEST_F(DynamicBatcherTest, AnInstanceWhoseDeviceIsGoneLeavesRotationAndTheOthersServe) {
+  Start(/*instances=*/2);
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 2);
+  backend(0).GoAway();
+  std::vector<std::shared_ptr<PendingAnswer>> first;
+  for (int i = 0; i < 4; ++i) first.push_back(Submit(*scheduler_, 100));  // a full batch: instance 0 takes it
+  for (auto& a : first) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("instance 0"));
+  }
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InstancesInRotation() == 1; }));
+  const size_t ran_on_0 = backend(0).executed_count();
+  std::vector<std::shared_ptr<PendingAnswer>> later;
+  for (int i = 0; i < 8; ++i) later.push_back(Submit(*scheduler_, 100));
+  for (auto& a : later) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_TRUE(a->response.status.ok()) << a->response.status;
+  }
+  EXPECT_EQ(backend(0).executed_count(), ran_on_0);  // never given another batch
+
+  // The last instance goes too, while requests wait: they are answered Unavailable, and so is what comes later.
+  backend(1).Hold();
+  std::vector<std::shared_ptr<PendingAnswer>> running, queued;
+  for (int i = 0; i < 4; ++i) running.push_back(Submit(*scheduler_, 100));
+  ASSERT_TRUE(Eventually([&] { return backend(1).executed_count() > 0 && scheduler_->QueueDepth() == 0; }));
+  for (int i = 0; i < 2; ++i) queued.push_back(Submit(*scheduler_, 200));
+  backend(1).GoAway();
+  backend(1).Release();
+  for (auto& a : queued) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("no instance left"));
+  }
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 0);
+  auto refused = scheduler_->Enqueue(testing::AudioRequest(100, std::make_shared<PendingAnswer>()));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+}
+
 TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
   Start();
   std::vector<std::shared_ptr<PendingAnswer>> answers;

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "backend/sim_backend.h"
@@ -37,6 +38,11 @@ class ScriptedBackend final : public HoldableBackend {
         fail_next_ = false;
         return absl::InternalError("scripted backend failure");
       }
+      if (gone_) return absl::UnavailableError("scripted device gone");
+      if (throw_next_) {
+        throw_next_ = false;
+        throw std::runtime_error("scripted backend exception");
+      }
     }
     if (clock_) clock_->Advance(ComputeFor(batch.batch_size));
     return sim_->Execute(batch);
@@ -53,6 +59,15 @@ class ScriptedBackend final : public HoldableBackend {
   void FailNext() {
     MutexLock lock(&mu_);
     fail_next_ = true;
+  }
+  // Every later batch fails Unavailable, as a device that disappeared.
+  void GoAway() {
+    MutexLock lock(&mu_);
+    gone_ = true;
+  }
+  void ThrowNext() {
+    MutexLock lock(&mu_);
+    throw_next_ = true;
   }
   std::vector<ExecutedBatch> executed() const {
     MutexLock lock(&mu_);
@@ -75,6 +90,8 @@ class ScriptedBackend final : public HoldableBackend {
   std::unique_ptr<Backend> sim_;
   std::map<int, absl::Duration> compute_by_size_ ABSL_GUARDED_BY(mu_);
   bool fail_next_ ABSL_GUARDED_BY(mu_) = false;
+  bool throw_next_ ABSL_GUARDED_BY(mu_) = false;
+  bool gone_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ExecutedBatch> executed_ ABSL_GUARDED_BY(mu_);
 };
 

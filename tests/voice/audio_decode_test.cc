@@ -7,6 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/voice/audio_test_files.h"
 
 namespace sluice::voice {
@@ -91,10 +94,18 @@ TEST(DecodeAudioTest, FlacAiffAndAuDecodeLosslessly) {
   }
 }
 
-TEST(DecodeAudioTest, OggVorbisAndOpusDecodeToTheSine) {
+TEST(DecodeAudioTest, OggVorbisIsRefusedBeforeLibsndfileSeesIt) {
+  // libsndfile leaks on malformed Vorbis headers (audio_decode.cc says more): Vorbis is not accepted at all.
+  const std::string vorbis = Encode(Sine(440, 44100, 1.0), 44100, 1, SF_FORMAT_OGG | SF_FORMAT_VORBIS);
+  EXPECT_THAT(DecodeError(vorbis, {AudioEncoding::kLinearPcm, 16000, 1}).ToString(),
+              AllOf(HasSubstr("ogg audio must carry Opus"), HasSubstr("Vorbis")));
+  EXPECT_THAT(DecodeError("OggS", {AudioEncoding::kOggOpus, 16000, 1}).ToString(), HasSubstr("Opus"));
+}
+
+TEST(DecodeAudioTest, OggOpusDecodesToTheSine) {
   struct Case { int format; int rate; AudioEncoding declared; };
-  for (const Case& c : {Case{SF_FORMAT_OGG | SF_FORMAT_VORBIS, 44100, AudioEncoding::kLinearPcm},
-                        Case{SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, AudioEncoding::kOggOpus}}) {
+  for (const Case& c : {Case{SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, AudioEncoding::kOggOpus},
+                        Case{SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, AudioEncoding::kLinearPcm}}) {
     SCOPED_TRACE(c.format);
     const std::string ogg = Encode(Sine(440, c.rate, 1.0), c.rate, 1, c.format);
     absl::StatusOr<DecodedAudio> audio = DecodeAudio(ogg, {c.declared, 16000, 1}, 16000, 60);
@@ -203,6 +214,54 @@ TEST(DecodeAudioTest, CorruptTruncatedAndEmptyFilesAreRefused) {
   EXPECT_THAT(DecodeError(Encode(std::vector<int16_t>{}, 16000, 1, kWav16), kPcm16k).ToString(), HasSubstr("empty"));
   EXPECT_THAT(DecodeError(Encode(std::vector<int16_t>(40 * 10), 16000, 40, kWav16), kPcm16k).ToString(),
               AllOf(HasSubstr("channel count is 40"), HasSubstr("wav")));
+}
+
+// Regression (fuzz_audio_decode): an IEEE-float WAV may hold NaN, infinities and huge values. Each sample is
+// clamped to [-1, 1] (NaN to 0) before channels mix and before resampling; a NaN once came out as NaN, and through
+// the resampler it turned the whole neighbourhood into NaN.
+TEST(DecodeAudioTest, NonFiniteAndHugeFloatSamplesAreClampedBeforeMixingAndResampling) {
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const std::vector<float> odd = {kNan, kInf, -kInf, 1e30f, -1e30f, 0.25f, 1.5f};
+  constexpr int kWavFloat = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  absl::StatusOr<DecodedAudio> audio = DecodeAudio(Encode(odd, 16000, 1, kWavFloat), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_THAT(audio->samples, ::testing::ElementsAre(0.0f, 1.0f, -1.0f, 1.0f, -1.0f, 0.25f, 1.0f));
+  // Stereo: infinities of opposite signs in one frame would mix to NaN (inf - inf) unclamped.
+  const std::vector<float> stereo = {kInf, -kInf, 1e38f, 1e38f, kNan, 0.5f};
+  audio = DecodeAudio(Encode(stereo, 16000, 2, kWavFloat), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  EXPECT_THAT(audio->samples, ::testing::ElementsAre(0.0f, 1.0f, 0.25f));
+  // Resampled: every output sample is finite and within [-1, 1].
+  std::vector<float> sine = Sine(440, 8000, 0.1);
+  sine[100] = kNan;
+  sine[200] = kInf;
+  sine[300] = -1e30f;
+  audio = DecodeAudio(Encode(sine, 8000, 1, kWavFloat), kPcm16k, 16000, 60);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  ASSERT_NEAR(static_cast<double>(audio->samples.size()), 1600, 2);
+  for (size_t i = 0; i < audio->samples.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(audio->samples[i]) && std::abs(audio->samples[i]) <= 1.0f) << i << ": "
+                                                                                        << audio->samples[i];
+  }
+}
+
+// Regression (fuzz_audio_decode): a few samples at a much higher rate resample to none at the target rate. That
+// was returned as OK with no samples (OfflineRecognition then planned no window and never answered); it is
+// refused as empty audio, as input with no samples at all is.
+TEST(DecodeAudioTest, AudioThatResamplesToNoSampleIsRefusedAsEmpty) {
+  const std::string two = RawPcm16({10000, 10000});
+  const absl::Status none = DecodeError(two, {AudioEncoding::kLinearPcm, 48000, 1});
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.ToString(), AllOf(HasSubstr("empty audio"), HasSubstr("2 sample(s) at 48000 Hz"),
+                                     HasSubstr("no sample at 16000 Hz")));
+  EXPECT_THAT(DecodeError(RawPcm16(std::vector<int16_t>(40, 1000)), {AudioEncoding::kLinearPcm, 768000, 1})
+                  .ToString(),
+              HasSubstr("empty audio"));
+  absl::StatusOr<DecodedAudio> one = DecodeAudio(RawPcm16({10000, 10000, 10000}), {AudioEncoding::kLinearPcm, 48000, 1},
+                                                 16000, 60);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->samples.size(), 1u);
 }
 
 TEST(DecodeAudioTest, AudioLongerThanMaxSecondsIsRefusedFromItsHeader) {

@@ -1,0 +1,33 @@
+// Word error rate of transcripts against references: both are normalised (ASCII letters lowercased, every
+// ASCII punctuation character removed, split at whitespace; other bytes, e.g. UTF-8 letters, are kept as they
+// are), then aligned by a word-level Levenshtein distance whose minimal edit script is counted as
+// substitutions, insertions (hypothesis words with no reference word) and deletions (reference words missed).
+// Corpus WER = the sum of errors over the sum of reference words (not a mean of per-utterance rates).
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::loadtest {
+
+struct WordErrors {
+  int64_t reference_words = 0;
+  int64_t substitutions = 0, insertions = 0, deletions = 0;
+
+  int64_t errors() const { return substitutions + insertions + deletions; }
+  // errors / reference words; with no reference words: 0 when there are no errors, else 1 per error.
+  double rate() const;
+  WordErrors& operator+=(const WordErrors& other);
+};
+
+// "Hello, World!  it's" -> {"hello", "world", "its"}.
+std::vector<std::string> NormalizeWords(std::string_view text);
+
+// The minimal edit script's counts; among scripts of equal length, substitutions are preferred (the usual
+// convention, as in sclite and jiwer).
+WordErrors CountWordErrors(std::string_view reference, std::string_view hypothesis);
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,157 @@
+// Backend faults stay contained, end to end: the real sluice-server on sim models that inject faults
+// (model_config.h SimFaults) — failing batches, a backend that throws, devices that disappear. Each fault fails
+// only the requests of its batch, with a message naming model, bucket and instance; the process keeps serving;
+// an instance whose device is gone leaves rotation, and a model with none left reports not ready.
+#include <grpcpp/grpcpp.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "grpc_service.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/server/server_process.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+using testing::ServerProcess;
+
+std::string SimConfig(const std::string& name, int instances, const std::string& faults) {
+  return "name: " + name + "\nkind: generic\n"
+         "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
+         "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
+         "buckets: {lengths: [16], batch_sizes: [1]}\n"
+         "batching: {max_queue_delay_ms: 0, max_queue_size: 64}\n"
+         "instances: [{count: " + std::to_string(instances) + ", device: sim}]\n"
+         "sim: {base_ms: 1, per_sample_us: 0, faults: " + faults + "}\n";
+}
+
+class FaultRepository : public ::testing::Environment {
+ public:
+  const std::string& path() {
+    std::call_once(written_, [this] {
+      path_ = (std::filesystem::temp_directory_path() / ("faults_" + std::to_string(::getpid()))).string();
+      std::filesystem::remove_all(path_);
+      for (const auto& [name, config] :
+           {std::pair{"flaky", SimConfig("flaky", 1, "{error_rate: 0.2, exception_rate: 0.2, seed: 7}")},
+            std::pair{"vanishing", SimConfig("vanishing", 2, "{gone_after_batches: 3}")}}) {
+        std::filesystem::create_directories(path_ + "/" + name);
+        std::ofstream(path_ + "/" + name + "/config.yaml") << config;
+      }
+    });
+    return path_;
+  }
+  void TearDown() override { std::filesystem::remove_all(path_); }
+
+ private:
+  std::once_flag written_;
+  std::string path_;
+};
+FaultRepository* const repository =
+    static_cast<FaultRepository*>(::testing::AddGlobalTestEnvironment(new FaultRepository));
+
+class BackendFaultsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository->path()); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(server_->ready()) << server_->Log();
+    stub_ = inference::GRPCInferenceService::NewStub(
+        grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
+  }
+
+  grpc::Status Infer(const std::string& model) {
+    inference::ModelInferRequest request;
+    request.set_model_name(model);
+    auto* input = request.add_inputs();
+    input->set_name("x");
+    input->set_datatype("FP32");
+    input->add_shape(1);
+    input->add_shape(4);
+    request.add_raw_input_contents(std::string(16, '\0'));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    inference::ModelInferResponse response;
+    return stub_->ModelInfer(&context, request, &response);
+  }
+
+  bool Ready(const std::string& model) {
+    grpc::ClientContext context;
+    inference::ModelReadyRequest request;
+    request.set_name(model);
+    inference::ModelReadyResponse response;
+    EXPECT_TRUE(stub_->ModelReady(&context, request, &response).ok());
+    return response.ready();
+  }
+
+  std::string Metrics() {
+    httplib::Client http("127.0.0.1", server_->http_port());
+    auto result = http.Get("/metrics");
+    return result ? result->body : "";
+  }
+
+  static ServerProcess* server_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+ServerProcess* BackendFaultsTest::server_ = nullptr;
+
+TEST_F(BackendFaultsTest, FailingAndThrowingBatchesFailOnlyTheirOwnRequests) {
+  int ok = 0, failed = 0, threw = 0;
+  for (int i = 0; i < 100; ++i) {
+    grpc::Status s = Infer("flaky");
+    if (s.ok()) {
+      ++ok;
+      continue;
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("model flaky, bucket (batch 1, length 16), instance 0 (flaky#0 on sim)"));
+    EXPECT_THAT(s.error_message(), AnyOf(HasSubstr("sim injected failure"), HasSubstr("threw: sim injected exception")));
+    (s.error_message().find("threw") != std::string::npos ? threw : failed)++;
+  }
+  // Seeded draws, 20 % + 20 %: both kinds happen and most requests succeed.
+  EXPECT_GT(ok, 40);
+  EXPECT_GT(failed, 5);
+  EXPECT_GT(threw, 5);
+  EXPECT_TRUE(Ready("flaky"));
+  EXPECT_THAT(Metrics(), HasSubstr("sluice_requests_total{model=\"flaky\",outcome=\"backend_error\"} " +
+                                   std::to_string(failed + threw)));
+}
+
+TEST_F(BackendFaultsTest, InstancesWhoseDeviceIsGoneLeaveRotationUntilNoneIsLeft) {
+  int ok = 0, unavailable = 0;
+  for (int i = 0; i < 12; ++i) {
+    grpc::Status s = Infer("vanishing");
+    if (s.ok()) {
+      ++ok;
+    } else {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+      ++unavailable;
+    }
+  }
+  // Each of the two instances serves 3 batches, fails its 4th (that request only) and leaves rotation; then the
+  // model has no instance and says so.
+  EXPECT_EQ(ok, 6);
+  EXPECT_EQ(unavailable, 6);
+  grpc::Status after = Infer("vanishing");
+  EXPECT_EQ(after.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(after.error_message(), HasSubstr("no instance left in rotation"));
+  EXPECT_FALSE(Ready("vanishing"));
+  const std::string metrics = Metrics();
+  EXPECT_THAT(metrics, HasSubstr("sluice_instances_in_rotation{model=\"vanishing\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("sluice_model_ready{model=\"vanishing\"} 0"));
+  // The other model, and the process, serve on.
+  EXPECT_THAT(metrics, HasSubstr("sluice_instances_in_rotation{model=\"flaky\"} 1"));
+  int flaky_ok = 0;
+  for (int i = 0; i < 10; ++i) flaky_ok += Infer("flaky").ok() ? 1 : 0;
+  EXPECT_GT(flaky_ok, 0);
+}
+
+}  // namespace
+}  // namespace sluice
