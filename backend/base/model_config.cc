@@ -282,6 +282,10 @@ absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
   }
   const int sample_rate = *config.inputs.front().sample_rate;
   const double largest_ms = 1000.0 * static_cast<double>(config.max_length()) / sample_rate;
+  // The default overlap suits buckets of many seconds; models with short buckets get a quarter of the largest.
+  if (!speech.long_audio_overlap_set) {
+    speech.long_audio_overlap_ms = std::min(speech.long_audio_overlap_ms, static_cast<int>(largest_ms / 4));
+  }
   if (2.0 * speech.long_audio_overlap_ms >= largest_ms) {
     return node.Error(absl::StrCat("long_audio_overlap_ms (", speech.long_audio_overlap_ms,
                                    ") on both sides must be shorter than the largest bucket (", largest_ms, " ms)"));

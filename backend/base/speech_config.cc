@@ -77,6 +77,7 @@ absl::StatusOr<SpeechOptions> ParseSpeechOptions(const YamlNode& node) {
   if (auto overlap = node.Optional("long_audio_overlap_ms")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t ms, BoundedInt(*overlap, 0, 60'000));
     options.long_audio_overlap_ms = static_cast<int>(ms);
+    options.long_audio_overlap_set = true;
   }
   if (auto streaming = node.Optional("streaming")) {
     SLUICE_ASSIGN_OR_RETURN(options.streaming, ParseStreaming(*streaming));

@@ -10,6 +10,7 @@
 //     output: log_probs        # the [frames, classes] output to decode (default: the first output)
 //     max_audio_seconds: 3600  # longer audio is refused (offline and per stream)
 //     long_audio_overlap_ms: 2000  # Recognize over the largest bucket: windows overlap this much on each side
+//                                  # (default: 2000, or a quarter of the largest bucket when that is shorter)
 //     streaming: {step_ms: 480, left_context_ms: 2000, lookahead_ms: 960, endpoint_silence_ms: 800}
 //
 // Thread-safety: plain values.
@@ -40,6 +41,7 @@ struct SpeechOptions {
   std::string output;  // resolved to a declared output's name by ParseModelConfig
   double max_audio_seconds = 3600;
   int long_audio_overlap_ms = 2000;
+  bool long_audio_overlap_set = false;  // given in the file (else ParseModelConfig may shorten the default)
   StreamingSpeechOptions streaming;
 };
 

@@ -137,6 +137,65 @@ TEST(ModelConfigTest, SimDeviceWithCostModelLoads) {
   EXPECT_DOUBLE_EQ(config->sim->output_steps_per_input_step, 1.0);
 }
 
+// The 29-symbol speech section of asr_ctc's config (the voice API's vocabulary and frame rate).
+std::string SpeechSection(const std::string& extra = "") {
+  std::string vocabulary = "\"<blank>\"";
+  for (char c = 'a'; c <= 'z'; ++c) vocabulary += std::string(", \"") + c + "\"";
+  vocabulary += ", \" \", \"'\"";
+  return "speech:\n  vocabulary: [" + vocabulary + "]\n  frame_samples: 640\n" + extra;
+}
+
+TEST(ModelConfigTest, SpeechSectionLoadsWithDefaults) {
+  absl::StatusOr<ModelConfig> config = Parse(std::string(kValid) + SpeechSection());
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->speech.has_value());
+  EXPECT_EQ(config->speech->vocabulary.size(), 29u);
+  EXPECT_EQ(config->speech->vocabulary[27], " ");
+  EXPECT_EQ(config->speech->output, "log_probs");
+  EXPECT_EQ(config->speech_output().name, "log_probs");
+  EXPECT_EQ(config->speech->streaming.step_ms, 480);
+  EXPECT_DOUBLE_EQ(config->speech->max_audio_seconds, 3600);
+  // The default 2 s overlap is shortened to a quarter of the largest bucket (2 s here): 500 ms.
+  EXPECT_EQ(config->speech->long_audio_overlap_ms, 500);
+}
+
+TEST(ModelConfigTest, SpeechSectionMistakesNameTheKey) {
+  const auto error = [](const std::string& text) { return Parse(text).status().ToString(); };
+  EXPECT_THAT(error(std::string(kValid) + SpeechSection("  long_audio_overlap_ms: 1000\n")),
+              HasSubstr("shorter than the largest bucket"));
+  EXPECT_THAT(error(std::string(kValid) + SpeechSection("  output: nope\n")), HasSubstr("no output named 'nope'"));
+  EXPECT_THAT(error(ValidWith("shape: [-1, 29]", "shape: [-1, 30]") + SpeechSection()),
+              HasSubstr("must be FP32 with shape [-1, 29]"));
+  std::string generic = ValidWith("kind: speech", "kind: generic");
+  generic.erase(generic.find(", sample_rate: 16000"), std::string(", sample_rate: 16000").size());
+  EXPECT_THAT(error(generic + SpeechSection()), HasSubstr("only allowed on kind: speech"));
+  EXPECT_THAT(error(std::string(kValid) + "speech: {vocabulary: [\"<blank>\", \"a\"]}\n"),
+              HasSubstr("frame_samples"));
+  EXPECT_THAT(error(std::string(kValid) + SpeechSection("  streaming: {step_ms: 5}\n")),
+              HasSubstr("speech.streaming.step_ms"));
+  EXPECT_THAT(error(std::string(kValid) + SpeechSection("  max_audio_seconds: 0\n")),
+              HasSubstr("must be > 0 and at most 86400"));
+}
+
+TEST(ModelConfigTest, SimFaultsParseAndAreChecked) {
+  const std::string sim = ValidWith("device: cpu", "device: sim");
+  absl::StatusOr<ModelConfig> config =
+      Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {error_rate: 0.1, exception_rate: 0.2, "
+                  "gone_after_batches: 9, seed: 3}}\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->sim->faults.error_rate, 0.1);
+  EXPECT_DOUBLE_EQ(config->sim->faults.exception_rate, 0.2);
+  EXPECT_EQ(config->sim->faults.gone_after_batches, 9);
+  EXPECT_EQ(config->sim->faults.seed, 3u);
+  EXPECT_THAT(Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {error_rate: 1.5}}\n").status().ToString(),
+              HasSubstr("probability"));
+  EXPECT_THAT(Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {error_rate: 0.6, exception_rate: 0.6}}\n")
+                  .status().ToString(),
+              HasSubstr("<= 1"));
+  EXPECT_THAT(Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {hang: 1}}\n").status().ToString(),
+              HasSubstr("hang"));
+}
+
 TEST(ModelConfigTest, MissingFileNamesThePath) {
   absl::StatusOr<ModelConfig> config = LoadModelConfig("/nonexistent/model");
   ASSERT_FALSE(config.ok());

@@ -4,7 +4,7 @@
 # answers against their reference outputs (sluice-loadtest --verify inside the container) and one inference from
 # the host over the published HTTP port, then sends SIGTERM during load and checks the drain and exit code 0.
 #
-#   tests/deploy/docker_image_test.sh WORK_DIR [--context DIR] [--format docker|oci] [--keep]
+#   tests/deploy/docker_image_test.sh WORK_DIR [--context DIR] [--dockerfile FILE] [--format docker|oci] [--keep]
 #
 # No container registry is reachable here, so the base image is made from Debian's own packages: mmdebstrap writes
 # a Debian 12 (bookworm) minbase root filesystem, `podman import` turns it into localhost/sluice-base/debian:12, and
@@ -18,6 +18,7 @@
 # for containers is above the hard limit, so they are set to what the calling process has), and crun refuses the
 # hybrid cgroup v1/v2 layout ("cgroups in hybrid mode not supported"), so runc is the OCI runtime.
 #   --context DIR  build context (default: the repository root, i.e. the working tree)
+#   --dockerfile F the Dockerfile (default: CONTEXT/deploy/docker/Dockerfile)
 #   --format F     image format (default docker, as `docker build` makes it; the OCI format has no HEALTHCHECK:
 #                  buildah drops it with a warning, and readiness is then probed by running the same
 #                  /usr/local/bin/sluice-healthcheck with podman exec; podman's layer cache is per format)
@@ -28,16 +29,19 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mkdir -p "${1:?usage: docker_image_test.sh WORK_DIR [--context DIR] [--keep]}" && cd "$1" && pwd)"
 shift
 context="$root"
+dockerfile=""
 format=docker
 keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --context) context="$(cd "$2" && pwd)"; shift 2 ;;
     --format) format="$2"; shift 2 ;;
+    --dockerfile) dockerfile="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --keep) keep=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
+dockerfile="${dockerfile:-$context/deploy/docker/Dockerfile}"
 start=$(date +%s)
 fail() { echo "docker_image_test: FAIL: $*" >&2; exit 1; }
 step() { echo "docker_image_test: [$(( $(date +%s) - start )) s] $*"; }
@@ -76,9 +80,9 @@ if ! podman image exists "$base"; then
 fi
 
 # --- build -----------------------------------------------------------------------------------------------------------
-step "building $image from $context"
+step "building $image from $context with $dockerfile ($format format)"
 build_start=$(date +%s)
-"${podman[@]}" build --format "$format" "${limits[@]}" --build-arg "BASE=$base" -f "$context/deploy/docker/Dockerfile" \
+"${podman[@]}" build --format "$format" "${limits[@]}" --build-arg "BASE=$base" -f "$dockerfile" \
   -t "$image" "$context" > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; fail "podman build"; }
 step "built in $(( $(date +%s) - build_start )) s; $(podman image inspect --format '{{.Size}}' "$image" \
   | awk '{printf "%.0f MiB", $1 / 1048576}')"
