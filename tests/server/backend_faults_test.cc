@@ -4,14 +4,12 @@
 // an instance whose device is gone leaves rotation, and a model with none left reports not ready.
 #include <grpcpp/grpcpp.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include "gmock/gmock.h"
 #include "grpc_service.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/server/server_process.h"
+#include "tests/server/sim_models.h"
 
 namespace sluice {
 namespace {
@@ -30,33 +28,13 @@ std::string SimConfig(const std::string& name, int instances, const std::string&
          "sim: {base_ms: 1, per_sample_us: 0, faults: " + faults + "}\n";
 }
 
-class FaultRepository : public ::testing::Environment {
- public:
-  const std::string& path() {
-    std::call_once(written_, [this] {
-      path_ = (std::filesystem::temp_directory_path() / ("faults_" + std::to_string(::getpid()))).string();
-      std::filesystem::remove_all(path_);
-      for (const auto& [name, config] :
-           {std::pair{"flaky", SimConfig("flaky", 1, "{error_rate: 0.2, exception_rate: 0.2, seed: 7}")},
-            std::pair{"vanishing", SimConfig("vanishing", 2, "{gone_after_batches: 3}")}}) {
-        std::filesystem::create_directories(path_ + "/" + name);
-        std::ofstream(path_ + "/" + name + "/config.yaml") << config;
-      }
-    });
-    return path_;
-  }
-  void TearDown() override { std::filesystem::remove_all(path_); }
-
- private:
-  std::once_flag written_;
-  std::string path_;
-};
-FaultRepository* const repository =
-    static_cast<FaultRepository*>(::testing::AddGlobalTestEnvironment(new FaultRepository));
+testing::SimRepository& repository = testing::AddConfigRepository(
+    "faults", {{"flaky", SimConfig("flaky", 1, "{error_rate: 0.2, exception_rate: 0.2, seed: 7}")},
+               {"vanishing", SimConfig("vanishing", 2, "{gone_after_batches: 3}")}});
 
 class BackendFaultsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository->path()); }
+  static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository.path()); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;

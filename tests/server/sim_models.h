@@ -40,24 +40,34 @@ inline std::string SimModelConfig(const SimModel& model) {
   return config.str();
 }
 
+// A model directory's config.yaml, as text (for configs SimModel cannot express: speech sections, faults, ...).
+struct ModelConfigText {
+  std::string name;
+  std::string config_yaml;
+};
+
 // Writes <repository>/<name>/config.yaml.
-inline void WriteSimModel(const std::filesystem::path& repository, const SimModel& model) {
+inline void WriteModelConfig(const std::filesystem::path& repository, const ModelConfigText& model) {
   std::filesystem::create_directories(repository / model.name);
-  std::ofstream(repository / model.name / "config.yaml") << SimModelConfig(model);
+  std::ofstream(repository / model.name / "config.yaml") << model.config_yaml;
+}
+
+inline void WriteSimModel(const std::filesystem::path& repository, const SimModel& model) {
+  WriteModelConfig(repository, {model.name, SimModelConfig(model)});
 }
 
 // A repository of sim models at <tmp>/<prefix>_<pid>/, written (afresh) on first use and removed when the
-// process's tests end. Create it with AddSimRepository, at namespace scope.
+// process's tests end. Create it with AddSimRepository or AddConfigRepository, at namespace scope.
 class SimRepository : public ::testing::Environment {
  public:
-  SimRepository(const std::string& prefix, std::vector<SimModel> models)
+  SimRepository(const std::string& prefix, std::vector<ModelConfigText> models)
       : path_(std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()))),
         models_(std::move(models)) {}
 
   const std::string& path() {
     std::call_once(written_, [this] {
       std::filesystem::remove_all(path_);
-      for (const SimModel& model : models_) WriteSimModel(path_, model);
+      for (const ModelConfigText& model : models_) WriteModelConfig(path_, model);
       path_text_ = path_.string();
     });
     return path_text_;
@@ -70,16 +80,22 @@ class SimRepository : public ::testing::Environment {
 
  private:
   const std::filesystem::path path_;
-  const std::vector<SimModel> models_;
+  const std::vector<ModelConfigText> models_;
   std::once_flag written_;
   std::string path_text_;
 };
 
 // Registers a SimRepository with gtest (which owns it and removes the directory after the last test).
-inline SimRepository& AddSimRepository(const std::string& prefix, std::vector<SimModel> models) {
+inline SimRepository& AddConfigRepository(const std::string& prefix, std::vector<ModelConfigText> models) {
   auto* repository = new SimRepository(prefix, std::move(models));
   ::testing::AddGlobalTestEnvironment(repository);
   return *repository;
+}
+
+inline SimRepository& AddSimRepository(const std::string& prefix, const std::vector<SimModel>& models) {
+  std::vector<ModelConfigText> texts;
+  for (const SimModel& model : models) texts.push_back({model.name, SimModelConfig(model)});
+  return AddConfigRepository(prefix, std::move(texts));
 }
 
 }  // namespace sluice::testing

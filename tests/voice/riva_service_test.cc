@@ -39,26 +39,9 @@ std::string SimSpeechConfig(const std::string& name) {
          "  streaming: {step_ms: 480, left_context_ms: 1280, lookahead_ms: 640}\n";
 }
 
-class RivaRepository : public ::testing::Environment {
- public:
-  const std::string& path() {
-    std::call_once(written_, [this] {
-      path_ = (std::filesystem::temp_directory_path() / ("riva_sim_" + std::to_string(::getpid()))).string();
-      std::filesystem::remove_all(path_);
-      std::filesystem::create_directories(path_ + "/speech_sim");
-      std::ofstream(path_ + "/speech_sim/config.yaml") << SimSpeechConfig("speech_sim");
-      testing::WriteSimModel(path_, testing::SimModel{.name = "generic_sim"});
-    });
-    return path_;
-  }
-  void TearDown() override { std::filesystem::remove_all(path_); }
-
- private:
-  std::once_flag written_;
-  std::string path_;
-};
-RivaRepository* const repository =
-    static_cast<RivaRepository*>(::testing::AddGlobalTestEnvironment(new RivaRepository));
+testing::SimRepository& repository = testing::AddConfigRepository(
+    "riva_sim", {{"speech_sim", SimSpeechConfig("speech_sim")},
+                 {"generic_sim", testing::SimModelConfig(testing::SimModel{.name = "generic_sim"})}});
 
 std::string Pcm16(double seconds, int rate = kRate) {
   std::string bytes(static_cast<size_t>(seconds * rate) * 2, '\0');
@@ -80,7 +63,7 @@ riva::RecognitionConfig Config(const std::string& model = "", int rate = kRate) 
 
 class RivaServiceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository->path()); }
+  static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository.path()); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
