@@ -135,6 +135,16 @@ class RivaServiceTest : public ::testing::Test {
     return result ? result->body : "";
   }
 
+  // Polls /metrics (10 s at most) until it contains `text`.
+  bool MetricsSoonShow(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (Metrics().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+
   static ServerProcess* server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<riva::RivaSpeechRecognition::Stub> riva_;
@@ -240,15 +250,12 @@ TEST_F(RivaServiceTest, ACancelledStreamReleasesEverything) {
     riva::StreamingRecognizeRequest audio;
     audio.set_audio_content(Pcm16(2.0));
     ASSERT_TRUE(stream->Write(audio));
+    // Cancel once the server has taken the config (a stream cancelled before that has no model to count against).
+    ASSERT_TRUE(MetricsSoonShow("sluice_voice_streams_active{model=\"speech_sim\"} 1"));
     context.TryCancel();
     stream->Finish();
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline &&
-         Metrics().find("sluice_voice_streams_active{model=\"speech_sim\"} 0") == std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_THAT(Metrics(), HasSubstr("sluice_voice_streams_active{model=\"speech_sim\"} 0"));
+  EXPECT_TRUE(MetricsSoonShow("sluice_voice_streams_active{model=\"speech_sim\"} 0"));
   EXPECT_THAT(Metrics(), HasSubstr("sluice_voice_requests_total{api=\"streaming\",code=\"1\",model=\"speech_sim\"}"));
   EXPECT_TRUE(RunStream(1.0, false).status.ok());  // and the server serves on
 }
