@@ -300,6 +300,7 @@ const char* ModelKindName(ModelKind kind) {
     case ModelKind::kSpeech: return "speech";
     case ModelKind::kText: return "text";
     case ModelKind::kGeneric: return "generic";
+    case ModelKind::kGeneration: return "generation";
   }
   return "generic";
 }

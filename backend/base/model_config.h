@@ -10,14 +10,16 @@
 
 #include "absl/status/statusor.h"
 #include "backend/base/core_range.h"
+#include "backend/base/generation_config.h"
 #include "backend/base/speech_config.h"
 #include "backend/base/tensor.h"
 #include "backend/base/yaml_node.h"
 
 namespace sluice {
 
-// Decides which metrics and APIs apply: speech models get audio-second metrics and voice APIs.
-enum class ModelKind { kSpeech, kText, kGeneric };
+// Decides which metrics and APIs apply: speech models get audio-second metrics and voice APIs; generation
+// models (decoders with a KV cache) are served by the continuous batcher and the OpenAI/Triton streaming APIs.
+enum class ModelKind { kSpeech, kText, kGeneric, kGeneration };
 enum class DeviceKind { kCpu, kCuda, kNeuron, kSim };
 
 const char* ModelKindName(ModelKind kind);
@@ -98,6 +100,9 @@ struct ModelConfig {
   std::vector<InstanceGroup> instances;
   std::optional<SimCostModel> sim;  // present iff some instance group uses the sim device
   std::optional<SpeechOptions> speech;  // kind speech only: what the voice API needs (speech_config.h)
+  // kind generation only (and then always): the decoder's graphs, KV cache and engine policy
+  // (generation_config.h). inputs/outputs/buckets are empty for generation models.
+  std::optional<GenerationOptions> generation;
 
   int max_batch_size() const { return buckets.batch_sizes.back(); }
   int64_t max_length() const { return buckets.lengths.back(); }

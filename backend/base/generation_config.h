@@ -1,0 +1,78 @@
+// The `generation:` section of a text-generation model's config.yaml (`kind: generation`): the decoder's
+// compiled shapes (prompt buckets, decode batch buckets, KV-length buckets, KV-cache slots), its tokenizer and
+// special tokens, the engine's admission policy and a simple chat template. A generation model has no
+// inputs/outputs/buckets keys: its graphs are the ones named below, not (batch, length) buckets.
+//
+//   kind: generation
+//   generation:
+//     tokenizer: tokenizer.model          # SentencePiece model, relative to the model directory
+//     vocab_size: 2048                    # logits per position; token ids outside [0, vocab_size) are refused
+//     context_length: 1024                # prompt + generated tokens of one sequence
+//     kv_cache: {slots: 16, layers: 4, kv_heads: 2, head_dim: 32}   # compiled cache shape (see below)
+//     prefill_lengths: [64, 128, 256, 512, 1024]   # graphs/prefill_l<L>.pt, batch 1
+//     decode_batch_sizes: [1, 2, 4, 8, 16]         # graphs/decode_b<B>_k<K>.pt for every B and K
+//     kv_lengths: [128, 256, 512, 1024]            # last == context_length
+//     bos_token_id: 1                     # prepended to every prompt (-1: none)
+//     eos_token_id: 2                     # ends a sequence unless the request ignores EOS
+//     max_num_seqs: 16                    # sequences decoding at once (<= kv_cache.slots)
+//     prefill_token_budget: 1024          # prompt tokens admitted per engine iteration (>= largest prompt bucket)
+//     max_queue_size: 256                 # waiting sequences; more are refused RESOURCE_EXHAUSTED / 429
+//     default_max_tokens: 128             # when a request does not say
+//     chat_template: {system: "<<SYS>> ", user: "User: ", assistant: "Assistant: ", separator: "\n"}
+//
+// The KV cache: two FP32 tensors (K and V) of shape [layers, slots + 1, context_length, kv_heads, head_dim],
+// allocated once per instance on its device and passed to every graph, which updates them in place. Slot
+// `slots` (the last one) is the scratch slot that padding rows of a decode batch write into.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/base/yaml_node.h"
+
+namespace sluice {
+
+struct KvCacheShape {
+  int slots = 0;     // real sequence slots (the tensors hold one more: the scratch slot)
+  int layers = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+};
+
+// How a chat conversation becomes one prompt: each message is <role prefix><content><separator>, then the
+// assistant prefix that the model continues.
+struct ChatTemplate {
+  std::string system = "System: ";
+  std::string user = "User: ";
+  std::string assistant = "Assistant: ";
+  std::string separator = "\n";
+};
+
+struct GenerationOptions {
+  std::string tokenizer_path;  // absolute after parsing (resolved against the model directory)
+  int vocab_size = 0;
+  int64_t context_length = 0;
+  KvCacheShape kv_cache;
+  std::vector<int64_t> prefill_lengths;  // ascending
+  std::vector<int> decode_batch_sizes;   // ascending
+  std::vector<int64_t> kv_lengths;       // ascending, last == context_length
+  int bos_token_id = -1;
+  int eos_token_id = -1;
+  int max_num_seqs = 0;
+  int64_t prefill_token_budget = 0;
+  int max_queue_size = 256;
+  int default_max_tokens = 128;
+  ChatTemplate chat_template;
+
+  int64_t max_prompt_length() const { return prefill_lengths.back(); }
+  int max_decode_batch() const { return decode_batch_sizes.back(); }
+};
+
+// Parses and validates the section; `model_dir` resolves the tokenizer path. Errors name file:line and key.
+absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, const std::string& model_dir);
+
+}  // namespace sluice

@@ -1,0 +1,80 @@
+// The GenerationBackend seam: one instance of a text-generation model (decoder) on one device, holding every
+// context-encoding (prefill) graph and every token-generation (decode) graph of the model, warmed, and the
+// instance's KV cache, resident on the device for the instance's lifetime (never copied through the host).
+// Slots of the cache are addressed by index; which sequence owns which slot is the engine's business.
+//
+// Padding is the backend's job: a prompt is padded to its prefill bucket, a decode batch to its batch bucket
+// with padding rows that write only into the scratch slot. Padding never changes a real row's logits.
+//
+// Thread-safety: Prefill() and Decode() are called from one thread at a time per instance (the engine gives
+// each instance one thread); different instances run concurrently. load_stats()/Describe() are immutable after
+// Create().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "backend/base/model_config.h"
+
+namespace sluice {
+
+// One prompt into one slot: runs graphs/prefill_l<bucket_length>.pt. Writes the prompt's K/V into positions
+// [0, tokens.size()) of `slot` and returns the logits of the last prompt position.
+struct PrefillInput {
+  int64_t bucket_length = 0;    // a compiled prefill length >= tokens.size()
+  int slot = 0;                 // in [0, kv_cache.slots)
+  std::vector<int32_t> tokens;  // the real prompt, 1..bucket_length ids
+};
+
+// One generated token of one running sequence: its id goes in at `position` (its K/V are written there), the
+// logits for the next position come out.
+struct DecodeRow {
+  int32_t token = 0;
+  int64_t position = 0;  // < kv_length of the step
+  int slot = 0;
+};
+
+// One decode step: runs graphs/decode_b<batch_size>_k<kv_length>.pt. Each row attends to positions
+// [0, position] of its slot.
+struct DecodeInput {
+  int batch_size = 0;           // a compiled decode batch size >= rows.size()
+  int64_t kv_length = 0;        // a compiled KV length > every row's position
+  std::vector<DecodeRow> rows;  // 1..batch_size real rows, distinct slots
+};
+
+// Row-major [rows, vocab] FP32 logits, one row per real input row (padding rows are dropped).
+struct Logits {
+  int rows = 0;
+  int vocab = 0;
+  std::vector<float> values;
+  const float* row(int r) const { return values.data() + static_cast<size_t>(r) * vocab; }
+};
+
+class GenerationBackend {
+ public:
+  // Creates the instance for options.group.device (cpu/cuda/neuron: TorchScript; sim: the cost model),
+  // allocating the KV cache and loading and warming every graph. Errors name the model, the graph and the file.
+  // REQUIRES: options.model->generation is set.
+  static absl::StatusOr<std::unique_ptr<GenerationBackend>> Create(const InstanceOptions& options);
+
+  GenerationBackend() = default;
+  GenerationBackend(const GenerationBackend&) = delete;
+  GenerationBackend& operator=(const GenerationBackend&) = delete;
+  virtual ~GenerationBackend() = default;
+
+  // InvalidArgument for inputs outside the compiled shapes; Unavailable when the device is gone.
+  virtual absl::StatusOr<Logits> Prefill(const PrefillInput& input) = 0;
+  virtual absl::StatusOr<Logits> Decode(const DecodeInput& input) = 0;
+
+  // One entry per graph: prefill graphs have batch_size 1 and length = the prompt bucket; decode graphs have
+  // batch_size = the batch bucket and length = the KV length.
+  virtual const std::vector<BucketLoadStats>& load_stats() const = 0;
+  // e.g. "llama_tiny#0 on cpu (1 intra-op thread, KV cache 16 slots x 1024 positions, 33.6 MB)"
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace sluice

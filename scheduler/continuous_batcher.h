@@ -1,0 +1,92 @@
+// The generation engine: continuous batching over static KV-cache slots, one per model (all its instances).
+//
+// A waiting queue (bounded: model generation.max_queue_size) feeds every instance. Each instance has its own
+// engine thread, its own KV cache (kv_cache.slots slots) and runs at most max_num_seqs sequences. One iteration
+// of an instance:
+//   1. finish sequences whose deadline passed or that were cancelled (their slots free at once);
+//   2. admit waiting sequences into free slots, oldest first, while the iteration's prompt tokens stay within
+//      prefill_token_budget (a prompt longer than the remaining budget waits for the next iteration, unless
+//      nothing was admitted yet); each admitted prompt runs its prefill graph (batch 1, its prompt bucket) and
+//      its first token is sampled and delivered;
+//   3. run one decode step for every running sequence that has a token to feed (batch padded to the smallest
+//      batch bucket >= rows, KV length the smallest bucket > the largest position), sample, deliver, and finish
+//      sequences on EOS, a stop id, on_token returning false, max_tokens, or a full context.
+// The policy trades TTFT against inter-token latency: prefills run before the decode step of the same
+// iteration, so a newly admitted prompt delays every running sequence's next token by its prefill time; the
+// budget bounds that delay per iteration.
+//
+// Thread-safety: every public method is safe from any thread. Lock order: the batcher's mu_ only (a leaf; the
+// clock's own lock below it). Callbacks (on_token, on_done, the step observer) never run under mu_.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "backend/base/model_config.h"
+#include "backend/generation_backend.h"
+#include "scheduler/clock.h"
+#include "scheduler/generation_request.h"
+
+namespace sluice {
+
+// What one engine step did, for metrics: a prefill (batch 1) or a decode step.
+struct GenerationStepReport {
+  int instance = 0;
+  bool prefill = false;
+  int batch_size = 0;      // compiled batch size (1 for prefill)
+  int rows = 0;            // real sequences in it
+  int64_t length = 0;      // prefill: prompt bucket; decode: KV-length bucket
+  int64_t real_tokens = 0; // prefill: prompt tokens; decode: rows
+  absl::Duration compute;
+  bool ok = true;
+};
+using GenerationStepObserver = std::function<void(const GenerationStepReport&)>;
+
+struct ContinuousBatcherOptions {
+  const ModelConfig* model = nullptr;              // must outlive the batcher; model->generation is set
+  std::vector<GenerationBackend*> instances;       // not owned; must outlive the batcher; at least one
+  Clock* clock = &Clock::Real();
+  GenerationStepObserver observer;                 // optional; called on instance threads
+  uint64_t seed = 0x5eed;                          // the engine's generator, for requests without a seed
+};
+
+class ContinuousBatcher {
+ public:
+  static absl::StatusOr<std::unique_ptr<ContinuousBatcher>> Create(const ContinuousBatcherOptions& options);
+  ContinuousBatcher(const ContinuousBatcher&) = delete;
+  ContinuousBatcher& operator=(const ContinuousBatcher&) = delete;
+  ~ContinuousBatcher();  // Stop()s
+
+  // OK: accepted; on_done will be called exactly once. Errors (on_done never called): InvalidArgument (empty
+  // prompt, prompt longer than the largest prefill bucket, prompt + max_tokens over the context length,
+  // max_tokens < 1, token ids outside the vocabulary, bad sampling parameters), ResourceExhausted (waiting queue
+  // full), Unavailable (stopping), DeadlineExceeded (deadline already passed).
+  absl::StatusOr<SequenceId> Enqueue(GenerationRequest request);
+
+  // Finishes the sequence with kCancelled/CANCELLED and frees its slot. A waiting sequence is answered on the
+  // caller's thread before Cancel returns; a running one on its engine thread at the start of the next
+  // iteration (no further on_token after Cancel returns is not promised: at most the token of a step already
+  // running). Unknown or finished ids: no effect.
+  void Cancel(SequenceId id);
+
+  // Refuses new requests, lets running and waiting sequences finish, then joins the engine threads. Idempotent.
+  void Stop();
+
+  int Waiting() const;      // accepted, not yet admitted to a slot
+  int Running() const;      // holding a slot
+  int SlotsInUse() const;   // == Running(); kept apart for the metric's name
+  int TotalSlots() const;   // max_num_seqs * instances
+
+  const ModelConfig& model() const;
+
+ private:
+  class Impl;
+  explicit ContinuousBatcher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice
