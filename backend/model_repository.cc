@@ -65,13 +65,18 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
     const auto start = std::chrono::steady_clock::now();
     for (const InstanceGroup& group : config->instances) {
       for (int replica = 0; replica < group.count; ++replica) {
-        InstanceOptions instance{config.get(), group, static_cast<int>(model.instances.size()),
-                                 options.warmup_runs};
+        const size_t replicas = model.instances.size() + model.generation_instances.size();
+        InstanceOptions instance{config.get(), group, static_cast<int>(replicas), options.warmup_runs};
         if (group.device == DeviceKind::kNeuron) {
           instance.group.cores = NeuronReplicaCores(*group.cores, group.count, replica);
         }
-        SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(instance));
-        model.instances.push_back(std::move(backend));
+        if (config->generation) {
+          SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<GenerationBackend> backend, GenerationBackend::Create(instance));
+          model.generation_instances.push_back(std::move(backend));
+        } else {
+          SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(instance));
+          model.instances.push_back(std::move(backend));
+        }
       }
     }
     model.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

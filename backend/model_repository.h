@@ -1,5 +1,6 @@
 // Loads a model repository: every subdirectory holding a config.yaml is a model; each model's instance groups
-// are created (count replicas each) with every bucket graph loaded and warmed. Any error refuses the whole
+// are created (count replicas each) with every bucket graph loaded and warmed (for kind generation: GenerationBackends
+// with every prefill and decode graph warmed and the KV cache allocated). Any error refuses the whole
 // repository, so a server never starts half-configured.
 // Thread-safety: immutable after Load(); the Backend instances themselves follow backend.h's contract.
 #pragma once
@@ -10,13 +11,15 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/generation_backend.h"
 #include "backend/base/model_config.h"
 
 namespace sluice {
 
 struct LoadedModel {
   std::unique_ptr<ModelConfig> config;  // heap-held: instances keep a pointer to it
-  std::vector<std::unique_ptr<Backend>> instances;
+  std::vector<std::unique_ptr<Backend>> instances;  // empty for kind generation
+  std::vector<std::unique_ptr<GenerationBackend>> generation_instances;  // kind generation only
   double load_seconds = 0;  // wall time to create every instance (load + warm)
 };
 

@@ -1,12 +1,11 @@
 #include "backend/sim_backend.h"
 
 #include <cmath>
-#include <random>
-#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
+#include "backend/sim_faults.h"
 
 namespace sluice {
 namespace {
@@ -32,8 +31,7 @@ class SimBackend final : public Backend {
       : model_(*options.model),
         replica_(options.replica),
         sleeper_(std::move(sleeper)),
-        faults_(options.model->sim->faults),
-        random_(faults_.seed + static_cast<uint64_t>(options.replica)) {
+        faults_(options.model->sim->faults, options.replica) {
     for (int batch_size : model_.buckets.batch_sizes) {
       for (int64_t length : model_.buckets.lengths) stats_.push_back({batch_size, length, 0.0, 0.0});
     }
@@ -67,19 +65,8 @@ class SimBackend final : public Backend {
     return result;
   }
 
-  // The configured faults (model_config.h SimFaults). Execute runs on one thread at a time: no lock needed.
-  absl::Status InjectFault() {
-    ++batches_;
-    if (faults_.gone_after_batches > 0 && batches_ > faults_.gone_after_batches) {
-      return absl::UnavailableError(
-          absl::StrCat("sim device gone (injected: after ", faults_.gone_after_batches, " batches)"));
-    }
-    if (faults_.error_rate == 0 && faults_.exception_rate == 0) return absl::OkStatus();
-    const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
-    if (draw < faults_.exception_rate) throw std::runtime_error("sim injected exception");
-    if (draw < faults_.exception_rate + faults_.error_rate) return absl::InternalError("sim injected failure");
-    return absl::OkStatus();
-  }
+  // The configured faults (sim_faults.h). Execute runs on one thread at a time: no lock needed.
+  absl::Status InjectFault() { return faults_.Next(); }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
   std::string Describe() const override { return absl::StrCat(model_.name, "#", replica_, " on sim"); }
@@ -88,9 +75,7 @@ class SimBackend final : public Backend {
   const ModelConfig& model_;
   const int replica_;
   SimSleeper sleeper_;
-  const SimFaults faults_;
-  std::mt19937_64 random_;
-  int64_t batches_ = 0;
+  SimFaultInjector faults_;
   std::vector<BucketLoadStats> stats_;
 };
 

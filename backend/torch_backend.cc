@@ -1,7 +1,5 @@
 #include "backend/torch_backend.h"
 
-#include <torch/cuda.h>
-#include <ATen/Parallel.h>
 #include <torch/script.h>
 
 #include <chrono>
@@ -9,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backend/neuron_runtime.h"
 #include "backend/base/status_macros.h"
+#include "backend/torch_device.h"
 
 namespace sluice {
 namespace {
@@ -77,8 +75,7 @@ class TorchBackend final : public Backend {
   }
 
  private:
-  // libtorch's intra-op pool size is per calling thread (OpenMP), so set it on whichever thread runs us.
-  void UseIntraOpThreads() const { at::set_num_threads(group_.intra_op_threads); }
+  void UseIntraOpThreads() const { sluice::UseIntraOpThreads(group_.intra_op_threads); }
 
   absl::Status LoadBucket(int batch_size, int64_t length, int warmup_runs) {
     const std::string path = model_.GraphPath(batch_size, length);
@@ -168,8 +165,6 @@ class TorchBackend final : public Backend {
     return host;
   }
 
-  static std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
   const ModelConfig& model_;
   const InstanceGroup group_;
   const int replica_;
@@ -178,32 +173,10 @@ class TorchBackend final : public Backend {
   std::vector<BucketLoadStats> stats_;
 };
 
-absl::StatusOr<torch::Device> ChooseDevice(const InstanceOptions& options) {
-  switch (options.group.device) {
-    case DeviceKind::kCpu:
-      return torch::Device(torch::kCPU);
-    case DeviceKind::kCuda:
-      if (!torch::cuda::is_available()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "model ", options.model->name, ": device cuda requested, but this libtorch has no usable CUDA (",
-            torch::cuda::device_count(), " devices visible; Debian's libtorch is CPU-only)"));
-      }
-      return torch::Device(torch::kCUDA, 0);
-    case DeviceKind::kNeuron: {
-      // Neuron graphs take host tensors; the Neuron runtime moves them to the NeuronCores itself.
-      SLUICE_RETURN_IF_ERROR(LoadNeuronLibrary(options.group.neuron_library));
-      return torch::Device(torch::kCPU);
-    }
-    case DeviceKind::kSim:
-      break;
-  }
-  return absl::InvalidArgumentError("the torch backend does not run device sim");
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateTorchBackend(const InstanceOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseDevice(options));
+  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
   auto backend = std::make_unique<TorchBackend>(options, device);
   SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
   return backend;

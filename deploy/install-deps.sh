@@ -24,6 +24,8 @@ PACKAGES=(
   libsndfile1-dev
   # the voice API: audio containers through libsndfile, any rate resampled to the model's with libsamplerate
   libsamplerate0-dev
+  # asr_digits (the example recognizer trained on synthetic speech): the build synthesizes its held-out test audio
+  espeak-ng sox libsox-fmt-base
 )
 
 missing=()

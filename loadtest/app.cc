@@ -11,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "loadtest/generation_app.h"
+#include "loadtest/generation_load.h"
 #include "loadtest/infer_client.h"
 #include "loadtest/padding_plan.h"
 #include "loadtest/plot_svg.h"
@@ -83,7 +85,7 @@ class App {
 
   int Run() {
     if (!CheckModes() || !ParseTraffic() || !LoadSloAndPricing() || !ConnectClient() || !DescribeModels() ||
-        !VerifyModels() || !BuildWorkload() || !PrepareSpeech()) {
+        !VerifyModels() || !BuildWorkload() || !PrepareSpeech() || !PrepareGeneration()) {
       return exit_code_;
     }
     if (options_.dry_run) {
@@ -127,6 +129,7 @@ class App {
       return Fail(kExitUsage, streaming ? "--api riva-streaming sweeps --sweep streams"
                                         : "--sweep streams is for --api riva-streaming");
     }
+    if (options_.api == "openai") options_.protocol = "http";  // the OpenAI API is HTTP (SSE)
     if (IsRivaApi(options_.api) && options_.protocol != "grpc") {
       return Fail(kExitUsage, "the Riva speech API is gRPC: --protocol http does not apply to it");
     }
@@ -197,12 +200,15 @@ class App {
   std::string LengthSpecFor(const std::string& model, const ModelInfo& info) const {
     if (auto it = length_specs_.find(model); it != length_specs_.end()) return it->second;
     if (auto it = length_specs_.find(""); it != length_specs_.end()) return it->second;
+    if (info.kind == "generation") return "fixed:128";
     return info.is_speech() ? "speech" : absl::StrCat("uniform:1-", info.max_length);
   }
 
   bool DescribeModel(const ModelShare& share) {
     absl::StatusOr<ModelInfo> info =
-        FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
+        options_.api == "openai"
+            ? GenerationModelInfo(share.model, options_.max_length)
+            : FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
     if (!info.ok()) return Fail(kExitServer, absl::StrCat("model ", share.model, ": ", info.status().message()));
     std::string spec = LengthSpecFor(share.model, *info);
     absl::StatusOr<std::unique_ptr<LengthProfile>> profile =
@@ -231,6 +237,16 @@ class App {
 
   bool VerifyModels() {
     if (!options_.verify) return true;
+    if (options_.api == "openai") {
+      for (const WorkloadModel& m : models_) {
+        absl::StatusOr<VerifyReport> v = VerifyGeneration(client_->options(), m.info.name, options_.model_repository,
+                                                          options_.run.timeout_ms);
+        if (!v.ok()) return Fail(kExitUsage, absl::StrCat("verify ", m.info.name, ": ", v.status().message()));
+        if (!v->ok()) exit_code_ = kExitCheckFailed;
+        report_.verify.push_back(*std::move(v));
+      }
+      return true;
+    }
     for (const WorkloadModel& m : models_) {
       absl::StatusOr<VerifyReport> v =
           VerifyModel(*client_, m.info, options_.model_repository, options_.tolerance, options_.run.timeout_ms);
@@ -266,8 +282,38 @@ class App {
     return true;
   }
 
+  // --api openai: the plan (real-text prompts when the model's tokenizer is at hand) and the client.
+  bool PrepareGeneration() {
+    if (options_.api != "openai" || options_.dry_run || !load_) return true;
+    GenerationPlanOptions plan = options_.generation;
+    plan.model = model_names_.front();
+    plan.seed = options_.seed;
+    absl::StatusOr<std::vector<int32_t>> corpus =
+        RealTextIds(options_.tokenizer_path, options_.model_repository, plan.model);
+    if (!corpus.ok()) return Fail(kExitUsage, corpus.status().message());
+    plan.corpus_ids = *std::move(corpus);
+    absl::StatusOr<std::unique_ptr<GenerationLoad>> load = GenerationLoad::Create(client_->options(), plan, *workload_);
+    if (!load.ok()) {
+      return Fail(absl::IsFailedPrecondition(load.status()) ? kExitServer : kExitUsage, load.status().message());
+    }
+    generation_ = *std::move(load);
+    return true;
+  }
+
   // One run of whichever API, summarised; `streams` > 0 replaces --streams (a sweep step).
   absl::StatusOr<RunSummary> RunAndSummarize(const RunOptions& options, RunResult& run, int streams = 0) {
+    if (generation_) {
+      absl::StatusOr<GenerationRun> result = generation_->Run(options, slo_);
+      if (!result.ok()) return result.status();
+      run = std::move(result->run);
+      RunSummary summary = SummarizeRun(run, options.burstiness);
+      summary.total.good = summary.per_model.front().good = result->stats.good;
+      summary.total.goodput_rps = summary.per_model.front().goodput_rps = result->stats.goodput_rps;
+      summary.generation = std::move(result->stats);
+      report_.ttft_histogram = LogHistogram(std::move(result->samples.ttft_ms), 40);
+      report_.itl_histogram = LogHistogram(std::move(result->samples.itl_ms), 40);
+      return summary;
+    }
     if (!speech_) {
       absl::StatusOr<RunResult> result = RunLoad(options, *workload_, *client_);
       if (!result.ok()) return result.status();
@@ -302,7 +348,7 @@ class App {
   // Runs the load (or the sweep) between the server monitor's Begin and End, then fills in the server's
   // figures, the timeline, the histogram, the SLO verdicts and the cost.
   bool MeasureUnderLoad() {
-    ServerMonitor monitor(MonitorOptions(), client_.get());
+    ServerMonitor monitor(MonitorOptions(), generation_ ? nullptr : client_.get());
     // The server's "before" snapshot is taken when warm-up ends, on the sending thread just before the first
     // measured request (a few ms; open-loop latency counts from the scheduled time anyway); for a sweep, before
     // its first step.
@@ -383,7 +429,7 @@ class App {
   // Per model (single KServe runs only: a Riva call is several windows, a stream many): the client's mean
   // latency minus the server's.
   void AddClientMinusServerTimes() {
-    if (!options_.sweep.knob.empty() || speech_) return;
+    if (!options_.sweep.knob.empty() || speech_ || generation_) return;
     for (ModelServerStats& st : report_.server->model_stats) {
       for (const ThroughputStats& m : report_.summary.per_model) {
         if (m.model == st.model && m.latency.count > 0 && st.inferences > 0) {
@@ -429,6 +475,7 @@ class App {
   std::vector<std::string> model_names_;
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<SpeechLoad> speech_;  // the Riva APIs
+  std::unique_ptr<GenerationLoad> generation_;  // --api openai
   Report report_;
 };
 

@@ -25,7 +25,7 @@ class Client;
 
 namespace sluice::loadtest {
 
-class HttpInferClient final : public InferClient {
+class HttpInferClient : public InferClient {
  public:
   // REQUIRES: options.address is host:port.
   explicit HttpInferClient(const Options& options);
@@ -41,16 +41,21 @@ class HttpInferClient final : public InferClient {
   grpc::Status ModelConfig(const std::string& model, inference::ModelConfigResponse* response) override;
   grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
 
- private:
+ protected:
   struct Job {
     inference::ModelInferRequest request;
     std::chrono::system_clock::time_point deadline;
     Done done;
   };
+  // One call on the worker's connection; the status and response its callback gets. A subclass speaking another
+  // HTTP API over the same worker pool (OpenAiInferClient) overrides it. `epoch`: see cancelled().
+  virtual grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
+                               inference::ModelInferResponse* response);
+  // True when CancelAll ran since a call of `epoch` started.
+  bool cancelled(uint64_t epoch) const { return cancel_epoch_.load() != epoch; }
+
+ private:
   void WorkerLoop();
-  // One call on the worker's connection; the status and response its callback gets.
-  grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
-                       inference::ModelInferResponse* response);
   // GET `path`, the body parsed as JSON into `message` (unknown fields ignored).
   grpc::Status GetJson(const std::string& path, google::protobuf::Message* message);
 

@@ -36,6 +36,7 @@ std::string GrpcCodeName(int code) {
                                        "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
                                        "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
   if (code == -1) return "CLIENT_DROPPED";
+  if (code == kUsageMismatchCode) return "USAGE_MISMATCH";
   if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
   return absl::StrCat("CODE_", code);
 }

@@ -63,8 +63,13 @@ class InferClient {
   const Options options_;
 };
 
-// Canonical upper-case name of a gRPC code ("DEADLINE_EXCEEDED"); "CLIENT_DROPPED" for the load generator's
-// own drops (code -1: the open loop had --max-outstanding calls in flight).
+// The load generator's own result codes beside gRPC's: -1 an open-loop arrival dropped (--max-outstanding calls in
+// flight); -2 a generation whose `usage` disagrees with what was streamed or asked for (openai_stream.h).
+inline constexpr int kClientDroppedCode = -1;
+inline constexpr int kUsageMismatchCode = -2;
+
+// Canonical upper-case name of a gRPC code ("DEADLINE_EXCEEDED"); "CLIENT_DROPPED" (-1) and "USAGE_MISMATCH" (-2)
+// for the load generator's own codes above.
 std::string GrpcCodeName(int code);
 
 }  // namespace sluice::loadtest

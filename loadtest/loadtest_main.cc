@@ -27,8 +27,9 @@ int main(int argc, char** argv) {
 
   app.add_option("--api", o.api,
                  "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "
-                 "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM)")
-      ->check(CLI::IsMember({"kserve", "riva-offline", "riva-streaming"}))->capture_default_str()->group("Target");
+                 "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM) or openai "
+                 "(generation: streamed /v1/completions over HTTP, TTFT/ITL/TPOT, usage checked)")
+      ->check(CLI::IsMember({"kserve", "riva-offline", "riva-streaming", "openai"}))->capture_default_str()->group("Target");
   app.add_option("--protocol", o.protocol, "grpc, or http (KServe v2 REST with binary tensor data)")
       ->check(CLI::IsMember({"grpc", "http"}))->capture_default_str()->group("Target");
   app.add_option("-u,--address,--grpc", o.address,
@@ -102,6 +103,31 @@ int main(int argc, char** argv) {
                "riva-streaming: send chunks at real time (default), or as fast as gRPC flow control allows")
       ->group("Streaming");
 
+  std::string temperature;
+  bool no_ignore_eos = false;
+  app.add_option("--prompt-tokens", o.lengths,
+                 "openai: prompt length distribution in tokens (fixed:N, uniform:A-B, lognormal:MEDIAN,SIGMA, "
+                 "file:PATH; default fixed:128); sent as token-id arrays cut from real text tokenized by the model's "
+                 "tokenizer (--tokenizer, or MODEL_REPOSITORY/MODEL/tokenizer.model), else synthetic ids in [1, --vocab)")
+      ->group("Generation");
+  app.add_option("--output-tokens", o.generation.output_tokens,
+                 "openai: output length distribution, sent as max_tokens (same specs as --prompt-tokens)")
+      ->capture_default_str()->group("Generation");
+  app.add_flag("--no-ignore-eos", no_ignore_eos,
+               "openai: let the model stop at EOS (default: ignore_eos, so each request generates max_tokens)")
+      ->group("Generation");
+  app.add_option("--prompts-file", o.generation.prompts_file,
+                 "openai: text prompts, one per line (\\n for a line break), drawn uniformly; lengths from usage")
+      ->group("Generation");
+  app.add_flag("--chat", o.generation.chat, "openai: /v1/chat/completions (one user message; needs --prompts-file)")
+      ->group("Generation");
+  app.add_option("--temperature", temperature, "openai: sampling temperature (default: the server's)")
+      ->group("Generation");
+  app.add_flag("--request-seeds", o.generation.per_request_seed,
+               "openai: send seed = hash(--seed, request index) with every request")->group("Generation");
+  app.add_option("--tokenizer", o.tokenizer_path, "openai: SentencePiece model for the real-text prompts")
+      ->group("Generation");
+
   app.add_option("--slo", o.slo_path, "SLO YAML: PASS/FAIL verdicts and the exit code")->group("Checks");
   app.add_flag("--verify", o.verify, "send the reference set of each model and compare outputs")->group("Checks");
   app.add_option("--tolerance", o.tolerance, "--verify: largest allowed absolute error")->capture_default_str()
@@ -166,6 +192,15 @@ int main(int argc, char** argv) {
     o.sweep.levels.push_back(level);
   }
   o.run.progress = !no_progress;
+  o.generation.ignore_eos = !no_ignore_eos;
+  if (!temperature.empty()) {
+    double t = 0;
+    if (!absl::SimpleAtod(temperature, &t) || t < 0) {
+      std::cerr << "--temperature: '" << temperature << "' is not a non-negative number\n";
+      return sluice::loadtest::kExitUsage;
+    }
+    o.generation.temperature = t;
+  }
   const int code = sluice::loadtest::RunApp(std::move(o));
   // Everything is written and every client torn down by now. Skip static destruction: gRPC's background poller
   // threads can still be inside the library while libtorch's exit handlers (linked in for --verify) run, which

@@ -133,22 +133,20 @@ void TimelinePanel(const Report& r, double y0, std::string* svg) {
   }
 }
 
-void HistogramPanel(const Report& r, double y0, std::string* svg) {
-  const Histogram& h = r.histogram;
+void HistogramPanel(const Histogram& h, const std::string& title, const std::string& x_label, const LatencyStats& l,
+                    double y0, std::string* svg) {
   if (h.counts.empty()) {
     absl::StrAppend(svg, absl::StrFormat("<text x='%.0f' y='%.0f'>no successful requests</text>\n", kLeft, y0 + 40));
     return;
   }
   const int64_t top = *std::max_element(h.counts.begin(), h.counts.end());
-  Panel panel(svg, y0, "Latency histogram (log-spaced bins)", "latency (ms, log scale)", "requests", h.edges_ms.front(),
-              h.edges_ms.back(), 0, top * 1.1, true);
+  Panel panel(svg, y0, title, x_label, "count", h.edges_ms.front(), h.edges_ms.back(), 0, top * 1.1, true);
   for (size_t i = 0; i < h.counts.size(); ++i) {
     const double x0 = panel.X(h.edges_ms[i]), x1 = panel.X(h.edges_ms[i + 1]);
     absl::StrAppend(svg, absl::StrFormat("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#4c78a8'/>\n", x0,
                                          panel.Y(h.counts[i]), std::max(x1 - x0 - 1, 0.5),
                                          panel.Y(0) - panel.Y(h.counts[i])));
   }
-  const LatencyStats& l = r.summary.total.latency;
   int slot = 0;
   for (const auto& [value, name, color] :
        {std::tuple{l.p50_ms, "p50", "#1f77b4"}, std::tuple{l.p99_ms, "p99", "#d62728"}}) {
@@ -161,6 +159,19 @@ void HistogramPanel(const Report& r, double y0, std::string* svg) {
                                          panel.X(value) + (right_edge ? -3 : 3), panel.Y(top * 1.1) + 12 + 12 * slot++,
                                          color, right_edge ? "end" : "start", name, value));
   }
+}
+
+// Generation: output tokens per second over the measured window.
+void TokensPanel(const GenerationStats& g, double y0, std::string* svg) {
+  double top = 0;
+  std::vector<std::pair<double, double>> points;
+  for (size_t i = 0; i < g.output_tokens_timeline.size(); ++i) {
+    points.emplace_back(i + 0.5, g.output_tokens_timeline[i]);
+    top = std::max(top, g.output_tokens_timeline[i]);
+  }
+  Panel panel(svg, y0, "Output tokens per second", "time since the window began (s)", "tokens/s", 0,
+              std::max<double>(1, g.output_tokens_timeline.size()), 0, top * 1.1 + 1e-3, false);
+  panel.Line(points, "#2ca02c", "output tokens/s", 0);
 }
 
 void SweepPanel(const Report& r, double y0, std::string* svg) {
@@ -190,7 +201,7 @@ void SweepPanel(const Report& r, double y0, std::string* svg) {
 }  // namespace
 
 std::string RenderSvg(const Report& r) {
-  const int panels = 2 + (r.sweep.empty() ? 0 : 1);
+  const int panels = 2 + (r.sweep.empty() ? 0 : 1) + (r.summary.generation ? 3 : 0);
   const double height = 40 + panels * kPanelHeight;
   std::string svg = absl::StrFormat(
       "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' "
@@ -204,8 +215,18 @@ std::string RenderSvg(const Report& r) {
   double y = 40;
   TimelinePanel(r, y, &svg);
   y += kPanelHeight;
-  HistogramPanel(r, y, &svg);
+  HistogramPanel(r.histogram, "Latency histogram (log-spaced bins)", "latency (ms, log scale)",
+                 r.summary.total.latency, y, &svg);
   y += kPanelHeight;
+  if (r.summary.generation) {
+    const GenerationStats& g = *r.summary.generation;
+    HistogramPanel(r.ttft_histogram, "Time to first token (log-spaced bins)", "TTFT (ms, log scale)", g.ttft, y, &svg);
+    y += kPanelHeight;
+    HistogramPanel(r.itl_histogram, "Inter-token gaps (log-spaced bins)", "ITL (ms, log scale)", g.itl, y, &svg);
+    y += kPanelHeight;
+    TokensPanel(g, y, &svg);
+    y += kPanelHeight;
+  }
   if (!r.sweep.empty()) SweepPanel(r, y, &svg);
   absl::StrAppend(&svg, "</svg>\n");
   return svg;

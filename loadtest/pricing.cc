@@ -54,6 +54,10 @@ CostFigures ComputeCost(const Pricing& pricing, const RunSummary& summary) {
   if (cost.dollars > 0) {
     cost.audio_seconds_per_dollar = t.audio_seconds / cost.dollars;
     cost.tokens_per_dollar = static_cast<double>(t.tokens) / cost.dollars;
+    if (summary.generation) {
+      cost.prompt_tokens_per_dollar = static_cast<double>(summary.generation->prompt_tokens) / cost.dollars;
+      cost.output_tokens_per_dollar = static_cast<double>(summary.generation->output_tokens) / cost.dollars;
+    }
   }
   return cost;
 }

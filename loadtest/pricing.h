@@ -5,6 +5,8 @@
 //   $ per 1k successful      = dollars / successful requests × 1000
 //   audio-seconds per dollar = audio seconds of successful requests / dollars
 //   tokens per dollar        = tokens of successful text requests / dollars
+//   prompt / output tokens per dollar = generation: usage's prompt / completion tokens of successful requests /
+//                              dollars (apart: prompt tokens are far cheaper to serve than output tokens)
 // Thread-safety: plain values and pure functions.
 #pragma once
 
@@ -38,6 +40,7 @@ struct CostFigures {
   double usd_per_1k_success = 0;      // 0 when nothing succeeded
   double audio_seconds_per_dollar = 0;
   double tokens_per_dollar = 0;
+  double prompt_tokens_per_dollar = 0, output_tokens_per_dollar = 0;  // generation (usage of successful requests)
 };
 
 CostFigures ComputeCost(const Pricing& pricing, const RunSummary& summary);

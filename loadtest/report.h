@@ -60,6 +60,7 @@ struct Report {
   std::vector<VerifyReport> verify;
   std::vector<TimelinePoint> timeline;
   Histogram histogram;
+  Histogram ttft_histogram, itl_histogram;  // --api openai: every TTFT and every inter-token gap (ms)
   std::vector<SweepStep> sweep;
   std::optional<size_t> sweep_best;  // index of the passing step with the highest throughput
 };

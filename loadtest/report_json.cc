@@ -85,7 +85,50 @@ void WriteSpeech(Writer& w, const SpeechStats& s) {
   w.EndObject();
 }
 
-void WriteThroughput(Writer& w, const ThroughputStats& t, const std::optional<SpeechStats>& speech = std::nullopt) {
+// results.generation: the generation API's figures (absent otherwise).
+void WriteGeneration(Writer& w, const GenerationStats& g) {
+  Key(w, "generation");
+  w.StartObject();
+  Str(w, "api", g.api);
+  Str(w, "prompt_source", g.prompt_source);
+  Int(w, "requests", g.requests);
+  Int(w, "prompt_tokens", g.prompt_tokens);
+  Int(w, "output_tokens", g.output_tokens);
+  Num(w, "prompt_tokens_per_s", g.prompt_tokens_per_s);
+  Num(w, "output_tokens_per_s", g.output_tokens_per_s);
+  Num(w, "mean_prompt_tokens", g.mean_prompt_tokens);
+  Num(w, "mean_output_tokens", g.mean_output_tokens);
+  WriteLatency(w, g.ttft, "ttft_ms");
+  WriteLatency(w, g.itl, "itl_ms");
+  WriteLatency(w, g.tpot, "tpot_ms");
+  WriteLatency(w, g.e2e, "e2e_ms");
+  Int(w, "good", g.good);
+  Num(w, "goodput_rps", g.goodput_rps);
+  Int(w, "usage_mismatches", g.usage_mismatches);
+  Int(w, "merged_chunks", g.merged_chunks);
+  Key(w, "output_tokens_timeline");
+  w.StartArray();
+  for (double v : g.output_tokens_timeline) w.Double(v);
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteHistogram(Writer& w, const char* key, const Histogram& h) {
+  Key(w, key);
+  w.StartObject();
+  Key(w, "edges_ms");
+  w.StartArray();
+  for (double e : h.edges_ms) w.Double(e);
+  w.EndArray();
+  Key(w, "counts");
+  w.StartArray();
+  for (int64_t c : h.counts) w.Int64(c);
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteThroughput(Writer& w, const ThroughputStats& t, const std::optional<SpeechStats>& speech = std::nullopt,
+                     const std::optional<GenerationStats>& generation = std::nullopt) {
   w.StartObject();
   if (!t.model.empty()) Str(w, "model", t.model);
   Int(w, "requests", t.requests);
@@ -105,6 +148,7 @@ void WriteThroughput(Writer& w, const ThroughputStats& t, const std::optional<Sp
   Num(w, "tokens_per_s", t.tokens_per_s);
   WriteLatency(w, t.latency);
   if (speech) WriteSpeech(w, *speech);
+  if (generation) WriteGeneration(w, *generation);
   w.EndObject();
 }
 
@@ -139,7 +183,7 @@ void WriteRun(Writer& w, const RunSummary& s) {
   Bool(w, "capped", s.capped);
   w.EndObject();
   Key(w, "results");
-  WriteThroughput(w, s.total, s.speech);
+  WriteThroughput(w, s.total, s.speech, s.generation);
   Key(w, "per_model");
   w.StartArray();
   for (const ThroughputStats& m : s.per_model) WriteThroughput(w, m);
@@ -178,6 +222,12 @@ void WriteServer(Writer& w, const ServerMetrics& m) {
     Key(w, "padding_efficiency");
     w.StartObject();
     for (const auto& [model, v] : m.padding_efficiency) Num(w, model.c_str(), v);
+    w.EndObject();
+  }
+  if (!m.generation.empty()) {
+    Key(w, "generation");
+    w.StartObject();
+    for (const auto& [key, v] : m.generation) Num(w, key.c_str(), v);
     w.EndObject();
   }
   if (!m.cost_gauges.empty()) {
@@ -261,6 +311,8 @@ std::string ReportToJson(const Report& r) {
     Num(w, "usd_per_1k_success", r.cost->usd_per_1k_success);
     Num(w, "audio_seconds_per_dollar", r.cost->audio_seconds_per_dollar);
     Num(w, "tokens_per_dollar", r.cost->tokens_per_dollar);
+    Num(w, "prompt_tokens_per_dollar", r.cost->prompt_tokens_per_dollar);
+    Num(w, "output_tokens_per_dollar", r.cost->output_tokens_per_dollar);
     w.EndObject();
   }
   if (r.server) WriteServer(w, *r.server);
@@ -309,6 +361,10 @@ std::string ReportToJson(const Report& r) {
   for (int64_t c : r.histogram.counts) w.Int64(c);
   w.EndArray();
   w.EndObject();
+  if (r.summary.generation) {
+    WriteHistogram(w, "ttft_histogram", r.ttft_histogram);
+    WriteHistogram(w, "itl_histogram", r.itl_histogram);
+  }
   if (!r.sweep.empty()) {
     Key(w, "sweep");
     w.StartObject();
@@ -330,6 +386,7 @@ std::string ReportToJson(const Report& r) {
       Num(w, "error_rate", s.summary.total.error_rate);
       WriteLatency(w, s.summary.total.latency);
       if (s.summary.speech) WriteSpeech(w, *s.summary.speech);
+      if (s.summary.generation) WriteGeneration(w, *s.summary.generation);
       Key(w, "verdicts");
       WriteVerdicts(w, s.verdicts);
       w.EndObject();

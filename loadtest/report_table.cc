@@ -4,6 +4,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
+#include <map>
+
 namespace sluice::loadtest {
 namespace {
 
@@ -64,12 +66,47 @@ std::string SpeechSection(const SpeechStats& s) {
   return out;
 }
 
+// The generation API's figures: token counts, tokens/s, TTFT / ITL / TPOT / e2e, goodput, usage checks.
+std::string GenerationSection(const GenerationStats& g) {
+  std::string out = absl::StrFormat("generation (%s; prompts: %s):\n", g.api, g.prompt_source);
+  absl::StrAppend(&out, absl::StrFormat("  tokens (usage): %d prompt (%.1f per request), %d output (%.1f per request); "
+                                        "%.1f output tokens/s, %.1f prompt tokens/s\n",
+                                        g.prompt_tokens, g.mean_prompt_tokens, g.output_tokens, g.mean_output_tokens,
+                                        g.output_tokens_per_s, g.prompt_tokens_per_s));
+  absl::StrAppend(&out, absl::StrFormat("  %-14s %8s %8s %8s %8s %8s %8s %8s\n", "latency ms", "count", "mean", "p50",
+                                        "p90", "p95", "p99", "max"),
+                  LatencyRow("TTFT", g.ttft), LatencyRow("ITL (gaps)", g.itl), LatencyRow("TPOT", g.tpot),
+                  LatencyRow("e2e", g.e2e));
+  absl::StrAppend(&out, absl::StrFormat("  goodput %.2f req/s (%d of %d successful requests met the per-request "
+                                        "SLO); usage mismatches %d; requests streamed in fewer chunks than tokens %d\n",
+                                        g.goodput_rps, g.good, g.requests, g.usage_mismatches, g.merged_chunks));
+  return out;
+}
+
+// The server's sluice_generation_* figures over the run.
+std::string ServerGenerationLine(const std::map<std::string, double>& m) {
+  auto get = [&](const char* key, int digits) {
+    auto it = m.find(key);
+    return it == m.end() ? std::string("n/a") : absl::StrFormat("%.*f", digits, it->second);
+  };
+
+  return absl::StrCat("server /metrics (generation): ", get("requests", 0), " requests (", get("requests_ok", 0),
+                      " ok), ", get("output_tokens", 0), " output tokens; means: queue ", get("queue_ms_mean", 2),
+                      " ms, TTFT ", get("ttft_ms_mean", 2), " ms, ITL ", get("itl_ms_mean", 2), " ms, e2e ",
+                      get("e2e_ms_mean", 1), " ms, decode batch ", get("decode_batch_mean", 2),
+                      "; peaks: running ", get("running_peak", 0), ", waiting ", get("waiting_peak", 0),
+                      ", KV slots in use ", get("kv_slots_in_use_peak", 0), " of ", get("kv_slots", 0), "\n");
+}
+
 std::string SweepTable(const Report& r) {
   const std::string& knob = r.sweep.front().knob;
   std::string out = absl::StrCat("\nsweep over ", knob, ":\n");
   if (knob == "streams") {
     absl::StrAppend(&out, absl::StrFormat("%10s %8s %9s %9s %9s %8s  %s\n", knob, "RTFx", "chunk p50", "chunk p95",
                                           "chunk p99", "errors", "SLO"));
+  } else if (r.summary.generation) {
+    absl::StrAppend(&out, absl::StrFormat("%10s %9s %9s %9s %10s %10s %8s  %s\n", knob, "req/s", "goodput/s", "out tok/s",
+                                          "TTFT p99", "TPOT p99", "errors", "SLO"));
   } else {
     absl::StrAppend(&out, absl::StrFormat("%10s %9s %9s %8s %8s %8s  %s\n", knob, "req/s", "goodput/s", "p50 ms",
                                           "p99 ms", "errors", "SLO"));
@@ -83,6 +120,11 @@ std::string SweepTable(const Report& r) {
       absl::StrAppend(&out, absl::StrFormat("%10.4g %8.2f %9.1f %9.1f %9.1f %8d  %s\n", st.level, speech.rtfx,
                                             speech.chunk_latency.p50_ms, speech.chunk_latency.p95_ms,
                                             speech.chunk_latency.p99_ms, t.errors, verdict));
+    } else if (st.summary.generation) {
+      const GenerationStats& g = *st.summary.generation;
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %9.1f %10.1f %10.2f %8d  %s\n", st.level, t.req_per_s,
+                                            t.goodput_rps, g.output_tokens_per_s, g.ttft.p99_ms, g.tpot.p99_ms,
+                                            t.errors, verdict));
     } else {
       absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8.1f %8.1f %8d  %s\n", st.level, t.req_per_s,
                                             t.goodput_rps, t.latency.p50_ms, t.latency.p99_ms, t.errors, verdict));
@@ -156,6 +198,7 @@ std::string FormatReport(const Report& r) {
                                           s.total.audio_seconds, s.total.audio_s_per_s));
   }
   if (s.speech) absl::StrAppend(&out, SpeechSection(*s.speech));
+  if (s.generation) absl::StrAppend(&out, GenerationSection(*s.generation));
   if (s.total.tokens > 0) {
     absl::StrAppend(&out, absl::StrFormat("tokens: %d served, %.1f tokens/s\n", s.total.tokens, s.total.tokens_per_s));
   }
@@ -167,6 +210,10 @@ std::string FormatReport(const Report& r) {
         p.unverified ? ", UNVERIFIED price" : "", r.cost->dollars, r.cost->usd_per_1k_success));
     if (r.cost->audio_seconds_per_dollar > 0) {
       absl::StrAppend(&out, absl::StrFormat("; %.0f audio-seconds per $", r.cost->audio_seconds_per_dollar));
+    }
+    if (r.cost->output_tokens_per_dollar > 0) {
+      absl::StrAppend(&out, absl::StrFormat("; %.0f prompt tokens per $, %.0f output tokens per $",
+                                            r.cost->prompt_tokens_per_dollar, r.cost->output_tokens_per_dollar));
     }
     if (r.cost->tokens_per_dollar > 0) {
       absl::StrAppend(&out, absl::StrFormat("; %.0f tokens per $", r.cost->tokens_per_dollar));
@@ -198,6 +245,7 @@ std::string FormatReport(const Report& r) {
                       "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
                       ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
                       " (sums over buckets)\n");
+      if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
       for (const auto& [model, v] : m.padding_efficiency) {
         absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
                                               model, v));

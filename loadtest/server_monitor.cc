@@ -128,6 +128,40 @@ void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::o
   }
 }
 
+std::vector<std::string> GenerationPeakGauges() {
+  return {"sluice_generation_running", "sluice_generation_waiting", "sluice_generation_kv_slots_in_use"};
+}
+
+void DeriveGeneration(const PromScrape& before, const PromScrape& after, const std::map<std::string, double>& peaks,
+                      ServerMetrics& out) {
+  auto delta = [&](const char* name, const char* key = "", const char* value = "") -> std::optional<double> {
+    const std::optional<double> a = after.Sum(name, key, value);
+    if (!a) return std::nullopt;
+    return *a - before.Sum(name, key, value).value_or(0);
+  };
+  auto put = [&](const char* key, std::optional<double> v) {
+    if (v) out.generation[key] = *v;
+  };
+  put("requests", delta("sluice_generation_requests_total"));
+  if (out.generation.empty()) return;  // no generation model
+  put("requests_ok", delta("sluice_generation_requests_total", "outcome", "ok"));
+  put("prompt_tokens", delta("sluice_generation_prompt_tokens_total"));
+  put("output_tokens", delta("sluice_generation_output_tokens_total"));
+  put("queue_ms_mean", MeanDelta(before, after, "sluice_generation_queue_time_seconds", 1e3));
+  put("ttft_ms_mean", MeanDelta(before, after, "sluice_generation_time_to_first_token_seconds", 1e3));
+  put("itl_ms_mean", MeanDelta(before, after, "sluice_generation_inter_token_latency_seconds", 1e3));
+  put("e2e_ms_mean", MeanDelta(before, after, "sluice_generation_e2e_latency_seconds", 1e3));
+  const std::optional<double> rows = delta("sluice_generation_decode_rows_total");
+  const std::optional<double> steps = delta("sluice_generation_step_seconds_count", "step", "decode");
+  if (rows && steps && *steps > 0) out.generation["decode_batch_mean"] = *rows / *steps;
+  put("kv_slots", after.Sum("sluice_generation_kv_slots"));
+  for (const std::string& gauge : GenerationPeakGauges()) {
+    double peak = std::max(before.Sum(gauge).value_or(0), after.Sum(gauge).value_or(0));
+    if (auto it = peaks.find(gauge); it != peaks.end()) peak = std::max(peak, it->second);
+    out.generation[gauge.substr(std::string("sluice_generation_").size()) + "_peak"] = peak;
+  }
+}
+
 ServerMonitor::ServerMonitor(Options options, InferClient* client)
     : options_(std::move(options)), client_(client) {}
 
@@ -177,9 +211,12 @@ void ServerMonitor::Begin() {
         if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(options_.interval_s))) return;
       }
       if (std::optional<PromScrape> scrape = Scrape(nullptr)) {
+        absl::MutexLock lock(&mu_);
         if (std::optional<double> rss = CurrentRss(*scrape)) {
-          absl::MutexLock lock(&mu_);
           peak_rss_seen_ = std::max(peak_rss_seen_.value_or(0), *rss);
+        }
+        for (const std::string& gauge : GenerationPeakGauges()) {
+          if (std::optional<double> v = scrape->Sum(gauge)) gauge_peaks_[gauge] = std::max(gauge_peaks_[gauge], *v);
         }
       }
     }
@@ -214,11 +251,14 @@ ServerMetrics ServerMonitor::End() {
   std::optional<PromScrape> after = scrape_before_ ? Scrape(&error) : std::nullopt;
   if (scrape_before_ && after) {
     std::optional<double> peak_rss_seen;
+    std::map<std::string, double> peaks;
     {
       absl::MutexLock lock(&mu_);
       peak_rss_seen = peak_rss_seen_;
+      peaks = gauge_peaks_;
     }
     DeriveFromScrapes(*scrape_before_, *after, peak_rss_seen, out);
+    DeriveGeneration(*scrape_before_, *after, peaks, out);
   } else if (!options_.metrics_url.empty()) {
     out.metrics_error = scrape_error_.empty() ? error : scrape_error_;
   }

@@ -8,6 +8,9 @@
 //   peak RSS: a gauge named *peak*/max* with rss/resident_memory in it, else the largest
 //     process_resident_memory_bytes (or *resident_memory*/*rss*) seen, else VmHWM of --server-pid
 //   load / warm time: sums over every series of the gauges named *load_seconds* / *warm_seconds*
+//   generation (sluice_generation_*, when exported): Δ requests (all, and outcome="ok"), Δ prompt/output tokens,
+//     mean queue time / TTFT / ITL / e2e (Δsum/Δcount), mean decode batch (Δ decode rows / Δ decode steps), the
+//     peaks of running / waiting / kv_slots_in_use seen by the scrapes, and kv_slots
 //   padding efficiency: per model, Δ *real_samples_total / Δ *computed_samples_total over the run, else the
 //     gauges named *padding_efficiency* (server lifetime)
 // Thread-safety: Begin() and End() from one thread; an internal thread scrapes between them.
@@ -47,7 +50,14 @@ struct ServerMetrics {
   std::map<std::string, double> padding_efficiency;  // by model label ("" when unlabelled)
   std::map<std::string, double> cost_gauges;         // sluice_* series about dollars, as exported
   std::vector<std::string> sluice_series;            // every sluice_* sample name seen
+  std::map<std::string, double> generation;          // the generation figures above, by key (absent: not exported)
 };
+
+// The gauges whose peak over the run matters for generation (running, waiting, KV slots in use).
+std::vector<std::string> GenerationPeakGauges();
+// Fills out.generation from two scrapes and the gauge peaks seen in between (by gauge name).
+void DeriveGeneration(const PromScrape& before, const PromScrape& after, const std::map<std::string, double>& peaks,
+                      ServerMetrics& out);
 
 // Derives the /metrics part from two scrapes; `peak_rss_seen` is the largest RSS gauge seen in between.
 void DeriveFromScrapes(const PromScrape& before, const PromScrape& after, std::optional<double> peak_rss_seen,
@@ -88,6 +98,7 @@ class ServerMonitor {
   absl::Mutex mu_;  // shared with the scraping thread; never held while scraping
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<double> peak_rss_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, double> gauge_peaks_ ABSL_GUARDED_BY(mu_);
 };
 
 // The largest value of any RSS gauge in one scrape (process_resident_memory_bytes and the like).

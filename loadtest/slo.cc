@@ -38,7 +38,12 @@ absl::StatusOr<SloSpec> Parse(const YamlNode& root) {
   if (!root.IsMap()) return root.Error("an SLO file is a map (latency_ms, max_error_rate, ...)");
   SLUICE_RETURN_IF_ERROR(root.CheckKeys({"latency_ms", "max_error_rate", "min_throughput_rps", "min_goodput_rps",
                                          "min_audio_seconds_per_second", "request", "chunk_latency_ms",
-                                         "final_latency_ms", "max_wer"}));
+                                         "final_latency_ms", "max_wer", "ttft_ms", "itl_ms", "tpot_ms",
+                                         "min_output_tokens_per_s"}));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "ttft_ms", slo.ttft_ms));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "itl_ms", slo.itl_ms));
+  SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "tpot_ms", slo.tpot_ms));
+  SLUICE_RETURN_IF_ERROR(ReadNonNegative(root, "min_output_tokens_per_s", slo.min_output_tokens_per_s));
   SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "latency_ms", slo.latency_ms));
   SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "chunk_latency_ms", slo.chunk_latency_ms));
   SLUICE_RETURN_IF_ERROR(ReadLatencyMap(root, "final_latency_ms", slo.final_latency_ms));
@@ -52,7 +57,9 @@ absl::StatusOr<SloSpec> Parse(const YamlNode& root) {
   SLUICE_RETURN_IF_ERROR(ReadNonNegative(root, "min_audio_seconds_per_second", slo.min_audio_seconds_per_second));
   if (std::optional<YamlNode> request = root.Optional("request")) {
     SLUICE_RETURN_IF_ERROR(request->ExpectMap());
-    SLUICE_RETURN_IF_ERROR(request->CheckKeys({"latency_ms", "max_rtf"}));
+    SLUICE_RETURN_IF_ERROR(request->CheckKeys({"latency_ms", "max_rtf", "ttft_ms", "tpot_ms"}));
+    SLUICE_RETURN_IF_ERROR(ReadNonNegative(*request, "ttft_ms", slo.request_ttft_ms));
+    SLUICE_RETURN_IF_ERROR(ReadNonNegative(*request, "tpot_ms", slo.request_tpot_ms));
     SLUICE_RETURN_IF_ERROR(ReadNonNegative(*request, "latency_ms", slo.request_latency_ms));
     SLUICE_RETURN_IF_ERROR(ReadNonNegative(*request, "max_rtf", slo.request_max_rtf));
   }
@@ -64,7 +71,8 @@ absl::StatusOr<SloSpec> Parse(const YamlNode& root) {
 bool SloSpec::empty() const {
   return latency_ms.empty() && !max_error_rate && !min_throughput_rps && !min_goodput_rps &&
          !min_audio_seconds_per_second && !request_latency_ms && !request_max_rtf && chunk_latency_ms.empty() &&
-         final_latency_ms.empty() && !max_wer;
+         final_latency_ms.empty() && !max_wer && ttft_ms.empty() && itl_ms.empty() && tpot_ms.empty() &&
+         !min_output_tokens_per_s && !request_ttft_ms && !request_tpot_ms;
 }
 
 absl::StatusOr<SloSpec> LoadSlo(const std::string& path) {
@@ -82,6 +90,13 @@ bool MeetsRequestSlo(const SloSpec& slo, const RequestRecord& record, double aud
   const double latency_s = record.latency_s();
   if (slo.request_latency_ms && latency_s * 1e3 > *slo.request_latency_ms) return false;
   if (slo.request_max_rtf && audio_seconds > 0 && latency_s / audio_seconds > *slo.request_max_rtf) return false;
+  return true;
+}
+
+bool MeetsGenerationSlo(const SloSpec& slo, double ttft_ms, std::optional<double> tpot_ms, double e2e_ms) {
+  if (slo.request_latency_ms && e2e_ms > *slo.request_latency_ms) return false;
+  if (slo.request_ttft_ms && ttft_ms > *slo.request_ttft_ms) return false;
+  if (slo.request_tpot_ms && tpot_ms && *tpot_ms > *slo.request_tpot_ms) return false;
   return true;
 }
 
@@ -108,6 +123,13 @@ std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary) {
   const SpeechStats speech = summary.speech.value_or(SpeechStats());
   latencies("chunk latency", slo.chunk_latency_ms, speech.chunk_latency);
   latencies("final latency", slo.final_latency_ms, speech.final_latency);
+  const GenerationStats generation = summary.generation.value_or(GenerationStats());
+  latencies("TTFT", slo.ttft_ms, generation.ttft);
+  latencies("ITL", slo.itl_ms, generation.itl);
+  latencies("TPOT", slo.tpot_ms, generation.tpot);
+  if (slo.min_output_tokens_per_s) {
+    at_least("output tokens/s", *slo.min_output_tokens_per_s, generation.output_tokens_per_s);
+  }
   if (slo.max_wer) {
     // Without references there is no WER: that cannot pass either.
     const double wer = speech.wer ? speech.wer->wer : 0;

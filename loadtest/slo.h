@@ -10,6 +10,11 @@
 //   chunk_latency_ms: {p95: 300}        # --api riva-streaming: chunk sent -> result covering it (same keys
 //   final_latency_ms: {p99: 800}        #   as latency_ms); WritesDone -> final result
 //   max_wer: 0.2                        # the Riva APIs, with reference transcripts: corpus word error rate
+//   ttft_ms: {p99: 2000}                # --api openai: time to first token, inter-token gaps, time per output
+//   itl_ms: {p99: 150}                  #   token (same keys as latency_ms; latency_ms is the end-to-end time)
+//   tpot_ms: {p99: 100}
+//   min_output_tokens_per_s: 500        # --api openai: output tokens per second
+//   request: {ttft_ms: 2000, tpot_ms: 100}  # --api openai, per request (goodput, MLPerf server-scenario style)
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -36,6 +41,9 @@ struct SloSpec {
   std::map<std::string, double> chunk_latency_ms;  // keys as latency_ms
   std::map<std::string, double> final_latency_ms;
   std::optional<double> max_wer;
+  std::map<std::string, double> ttft_ms, itl_ms, tpot_ms;  // generation; keys as latency_ms
+  std::optional<double> min_output_tokens_per_s;
+  std::optional<double> request_ttft_ms, request_tpot_ms;
 
   bool empty() const;
 };
@@ -47,6 +55,8 @@ absl::StatusOr<SloSpec> ParseSlo(const std::string& yaml_text, const std::string
 // True when a successful request met every per-request objective. A request without audio (non-speech)
 // passes max_rtf.
 bool MeetsRequestSlo(const SloSpec& slo, const RequestRecord& record, double audio_seconds);
+// A generation request's per-request objectives (request latency_ms is its e2e; TPOT only with >= 2 tokens).
+bool MeetsGenerationSlo(const SloSpec& slo, double ttft_ms, std::optional<double> tpot_ms, double e2e_ms);
 
 struct Verdict {
   std::string name;  // "p99 latency (ms)"

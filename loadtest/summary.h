@@ -61,6 +61,26 @@ struct SpeechStats {
   std::optional<WerStats> wer;                              // when some scored request has a reference
 };
 
+// The generation API's figures (--api openai); generation_summary.h computes them. Over the successful measured
+// requests: TTFT = scheduled send -> first content chunk; ITL = every gap between consecutive content chunks;
+// TPOT = (e2e - TTFT) / (completion tokens - 1) per request; e2e = scheduled send -> stream end. Token counts are
+// the server's `usage` (checked against the stream by the client). Goodput = requests meeting the SLO's
+// per-request ttft_ms / tpot_ms / latency_ms (all successes when none is set) per window second.
+struct GenerationStats {
+  std::string api;  // openai
+  std::string prompt_source;  // how prompts were made (real text token ids, synthetic ids, a prompt file)
+  int64_t requests = 0;       // successful measured requests with an outcome
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  double prompt_tokens_per_s = 0, output_tokens_per_s = 0;
+  double mean_prompt_tokens = 0, mean_output_tokens = 0;
+  LatencyStats ttft, itl, tpot, e2e;
+  int64_t good = 0;
+  double goodput_rps = 0;
+  int64_t usage_mismatches = 0;  // measured requests failed as USAGE_MISMATCH
+  int64_t merged_chunks = 0;     // requests streamed in fewer content chunks than usage's completion tokens
+  std::vector<double> output_tokens_timeline;  // output tokens per second, 1 s bins from the window's start
+};
+
 struct RunSummary {
   std::string mode;  // "closed" or "open"
   int concurrency = 0;
@@ -75,6 +95,7 @@ struct RunSummary {
   ThroughputStats total;
   std::vector<ThroughputStats> per_model;  // one per workload model, in mix order
   std::optional<SpeechStats> speech;       // the Riva APIs only
+  std::optional<GenerationStats> generation;  // --api openai only
 };
 
 // `good` decides whether a successful request met every per-request SLO (null: every success is good).

@@ -111,6 +111,7 @@ PlannedRequest Workload::Make(uint64_t index) const {
 
   inference::ModelInferRequest& proto = planned.proto;
   proto.set_model_name(info.name);
+  proto.set_id(absl::StrCat(index));  // the request's index: a client may derive more of the request from it
   auto* input = proto.add_inputs();
   input->set_name(info.input_name);
   input->set_datatype(info.datatype);

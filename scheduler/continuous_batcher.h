@@ -16,7 +16,8 @@
 // budget bounds that delay per iteration.
 //
 // Thread-safety: every public method is safe from any thread. Lock order: the batcher's mu_ only (a leaf; the
-// clock's own lock below it). Callbacks (on_token, on_done, the step observer) never run under mu_.
+// clock's own lock below it). Callbacks (on_token, on_done, the step observer) never run under mu_; they may
+// call Enqueue() and Cancel(), never Stop() or the destructor (which join the engine threads).
 #pragma once
 
 #include <cstdint>
@@ -79,7 +80,11 @@ class ContinuousBatcher {
   int Waiting() const;      // accepted, not yet admitted to a slot
   int Running() const;      // holding a slot
   int SlotsInUse() const;   // == Running(); kept apart for the metric's name
-  int TotalSlots() const;   // max_num_seqs * instances
+  int TotalSlots() const;   // max_num_seqs (bounded by kv_cache.slots) * instances
+  // Instances still running sequences. One whose backend answers Unavailable (its device is gone) is taken out
+  // for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
+  // requests are answered UNAVAILABLE.
+  int InstancesInRotation() const;
 
   const ModelConfig& model() const;
 

@@ -7,6 +7,8 @@
 #include "absl/time/clock.h"
 #include "server/bearer_auth.h"
 #include "server/grpc_codec.h"
+#include "server/llm/triton_stream.h"
+#include "server/llm/triton_stream_codec.h"
 #include "server/model_descriptions.h"
 
 namespace sluice {
@@ -64,6 +66,15 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   InferHandle handle_ ABSL_GUARDED_BY(mu_);
 };
 
+// The generation model a description request names, when `not_batched` (the batched models' lookup) failed: the
+// model itself, or `not_batched` when there is none by that name either.
+absl::StatusOr<GenerationModel*> GenerationModelFor(const ModelHub& hub, const std::string& name,
+                                                    const std::string& version, const absl::Status& not_batched) {
+  if (!absl::IsNotFound(not_batched) || !(version.empty() || version == "1")) return not_batched;
+  absl::StatusOr<GenerationModel*> model = hub.FindGeneration(name);
+  return model.ok() ? model : not_batched;
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -114,7 +125,13 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelReady(grpc::CallbackServerC
                                                            inference::ModelReadyResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
+  if (!model.ok()) {
+    absl::StatusOr<GenerationModel*> generation =
+        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
+    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
+    response->set_ready((*generation)->ready());
+    return Reply(context, grpc::Status::OK);
+  }
   response->set_ready((*model)->ready());
   return Reply(context, grpc::Status::OK);
 }
@@ -132,7 +149,13 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelMetadata(grpc::CallbackServ
                                                               inference::ModelMetadataResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
+  if (!model.ok()) {
+    absl::StatusOr<GenerationModel*> generation =
+        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
+    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
+    FillGenerationModelMetadata((*generation)->config(), *response);
+    return Reply(context, grpc::Status::OK);
+  }
   FillModelMetadata((*model)->config(), *response);
   return Reply(context, grpc::Status::OK);
 }
@@ -142,7 +165,14 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelInfer(grpc::CallbackServerC
                                                            inference::ModelInferResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->model_name(), request->model_version());
-  if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
+  if (!model.ok()) {
+    if (GenerationModelFor(*hub_, request->model_name(), request->model_version(), model.status()).ok()) {
+      return Reply(context, ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+                                "model '", request->model_name(),
+                                "' is a text-generation model: use ModelStreamInfer (decoupled streaming)"))));
+    }
+    return Reply(context, ToGrpcStatus(model.status()));
+  }
   auto* reactor = new InferReactor(*model, request, response);
   reactor->Start(context);
   return reactor;
@@ -153,7 +183,13 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelConfig(grpc::CallbackServer
                                                             inference::ModelConfigResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
+  if (!model.ok()) {
+    absl::StatusOr<GenerationModel*> generation =
+        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
+    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
+    FillGenerationModelConfig((*generation)->config(), *response->mutable_config());
+    return Reply(context, grpc::Status::OK);
+  }
   FillModelConfig((*model)->config(), *response->mutable_config());
   return Reply(context, grpc::Status::OK);
 }
@@ -172,6 +208,11 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelStatistics(grpc::CallbackSe
     FillModelStatistics(model->config(), model->stats().Snapshot(), *response->add_model_stats());
   }
   return Reply(context, grpc::Status::OK);
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+InferenceGrpcService::ModelStreamInfer(grpc::CallbackServerContext* context) {
+  return StartTritonStream(hub_, CheckAuth(context));
 }
 
 }  // namespace sluice

@@ -1,6 +1,8 @@
 // The KServe v2 gRPC front end (GRPCInferenceService, callback API) plus Triton's ModelConfig and
 // ModelStatistics. Handlers only decode, call ServedModel::Infer (the one request path) and encode: ModelInfer
-// reactors are finished by its completion; a cancelled call withdraws its queued rows.
+// reactors are finished by its completion; a cancelled call withdraws its queued rows. Text-generation models are
+// served by ModelStreamInfer (GenerationModel::Generate); ModelReady/ModelMetadata/ModelConfig describe them too
+// (text_input BYTES [1] in, text_output BYTES [-1] out), and ModelInfer on one says to use ModelStreamInfer.
 // Thread-safety: gRPC calls handlers concurrently; the service holds only immutable pointers.
 #pragma once
 
@@ -42,6 +44,9 @@ class InferenceGrpcService final : public inference::GRPCInferenceService::Callb
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override;
+  // Triton's decoupled streaming for text-generation models (server/llm/triton_stream.h).
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
 
  private:
   // UNAUTHENTICATED unless the call carries "authorization: Bearer <token>" (when a token is configured).

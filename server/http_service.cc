@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -12,6 +13,7 @@
 #include "server/bearer_auth.h"
 #include "server/http_codec.h"
 #include "server/http_server.h"
+#include "server/llm/openai_service.h"
 #include "server/model_descriptions.h"
 #include "server/pending_inference.h"
 #include "server/proto_json.h"
@@ -194,6 +196,13 @@ const Route kRoutes[] = {
     {"GET", "/v2/models/{model}/config", ModelConfig, true},
     {"GET", "/v2/models/{model}/stats", ModelStatistics, true},
     {"POST", "/v2/models/{model}/infer", Infer, true},
+    // OpenAI-compatible generation (server/llm/openai_service.h); their errors are in OpenAI's shape.
+    {"POST", "/v1/completions",
+     [](RouteContext& c) { ServeOpenAiGeneration(c.hub, OpenAiEndpoint::kCompletions, c.request, c.exchange); },
+     true},
+    {"POST", "/v1/chat/completions",
+     [](RouteContext& c) { ServeOpenAiGeneration(c.hub, OpenAiEndpoint::kChat, c.request, c.exchange); }, true},
+    {"GET", "/v1/models", [](RouteContext& c) { ServeOpenAiModels(c.hub, c.exchange); }, true},
 };
 
 // The segments of a path ("/v2/models/m" -> v2, models, m).
@@ -223,6 +232,11 @@ bool MatchPath(absl::string_view pattern, const std::vector<absl::string_view>& 
 }
 
 void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  // The OpenAI routes answer their errors (auth, 404, 405 included) in OpenAI's shape.
+  const bool openai = absl::StartsWith(request.path, "/v1/");
+  auto send_error = [&](const absl::Status& status) {
+    openai ? SendOpenAiError(*exchange, status) : SendError(*exchange, status);
+  };
   bool path_known = false;
   const std::vector<absl::string_view> segments = PathSegments(request.path);
   for (const auto& route : kRoutes) {
@@ -232,16 +246,16 @@ void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::sh
     if (request.method != route.method) continue;
     if (route.needs_auth) {
       if (absl::Status auth = CheckBearer(request.Header("Authorization"), token); !auth.ok()) {
-        return SendError(*exchange, auth);
+        return send_error(auth);
       }
     }
     return route.handler(context);
   }
   if (path_known) {
-    return SendJson(*exchange, 405, ErrorJson(absl::StrCat("method ", request.method, " is not allowed for ",
-                                                           request.path)));
+    const std::string message = absl::StrCat("method ", request.method, " is not allowed for ", request.path);
+    return SendJson(*exchange, 405, openai ? OpenAiErrorJson(absl::InvalidArgumentError(message)) : ErrorJson(message));
   }
-  SendError(*exchange, absl::NotFoundError(absl::StrCat("no route for ", request.method, " ", request.path)));
+  send_error(absl::NotFoundError(absl::StrCat("no route for ", request.method, " ", request.path)));
 }
 
 }  // namespace

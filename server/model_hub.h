@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/llm/generation_model.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"
 
@@ -25,14 +26,21 @@ class ModelHub {
   ModelHub(const ModelHub&) = delete;
   ModelHub& operator=(const ModelHub&) = delete;
 
-  // Makes the loaded models visible to the front ends. REQUIRES: called at most once.
-  void Publish(std::vector<std::unique_ptr<ServedModel>> models);
+  // Makes the loaded models visible to the front ends: the batched models (KServe v2, voice) and the
+  // text-generation models (OpenAI, Triton streaming). Names are unique across both. REQUIRES: called at most once.
+  void Publish(std::vector<std::unique_ptr<ServedModel>> models,
+               std::vector<std::unique_ptr<GenerationModel>> generation_models = {});
   // Empty until Publish().
   std::span<const std::unique_ptr<ServedModel>> models() const;
+  std::span<const std::unique_ptr<GenerationModel>> generation_models() const;
 
   // Unavailable while loading; NotFound naming the model (or version: sluice serves version "1" of each model;
   // "" means it too).
   absl::StatusOr<ServedModel*> Find(std::string_view name, std::string_view version) const;
+
+  // The same for generation models: Unavailable while loading; NotFound naming the model (and saying so when it
+  // is a batched model rather than a generation model).
+  absl::StatusOr<GenerationModel*> FindGeneration(std::string_view name) const;
 
   ServingState& state() { return state_; }
   const ServingState& state() const { return state_; }
@@ -40,7 +48,7 @@ class ModelHub {
   bool draining() const { return state_.draining(); }
   ServerMetrics* metrics() const { return metrics_; }
   int64_t InFlight() const;
-  // Stops every scheduler (each finishes its accepted requests). REQUIRES: state().BeginDrain() was called.
+  // Stops every scheduler and generation engine (each finishes its accepted requests). REQUIRES: state().BeginDrain() was called.
   void StopAll();
 
  private:
@@ -48,6 +56,7 @@ class ModelHub {
   ServerMetrics* const metrics_;
   std::atomic<bool> loaded_{false};
   std::vector<std::unique_ptr<ServedModel>> models_;  // see the thread-safety note above
+  std::vector<std::unique_ptr<GenerationModel>> generation_models_;  // likewise
 };
 
 }  // namespace sluice

@@ -64,6 +64,16 @@ void LoadGrpcReflection() {
 void LogRepository(const ModelRepository& repository) {
   for (const LoadedModel& model : repository.models()) {
     const ModelConfig& config = *model.config;
+    if (config.generation) {
+      const GenerationOptions& g = *config.generation;
+      spdlog::info("model {} (generation): {} instance(s), prompt buckets [{}], decode batch sizes [{}], KV lengths "
+                   "[{}], {} sequences per instance, loaded+warmed in {:.2f} s", config.name,
+                   model.generation_instances.size(), fmt::join(g.prefill_lengths, ","),
+                   fmt::join(g.decode_batch_sizes, ","), fmt::join(g.kv_lengths, ","), g.max_num_seqs,
+                   model.load_seconds);
+      for (const auto& instance : model.generation_instances) spdlog::info("  {}", instance->Describe());
+      continue;
+    }
     spdlog::info("model {}: {} instance(s), lengths [{}], batch sizes [{}], loaded+warmed in {:.2f} s", config.name,
                  model.instances.size(), fmt::join(config.buckets.lengths, ","),
                  fmt::join(config.buckets.batch_sizes, ","), model.load_seconds);
@@ -157,7 +167,21 @@ absl::Status Server::LoadModels() {
   repository_ = *std::move(repository);
   LogRepository(*repository_);
   std::vector<std::unique_ptr<ServedModel>> models;
+  std::vector<std::unique_ptr<GenerationModel>> generation_models;
   for (LoadedModel& loaded : repository_->mutable_models()) {
+    if (loaded.config->generation) {
+      GenerationModelOptions options;
+      options.config = loaded.config.get();
+      for (auto& instance : loaded.generation_instances) options.instances.push_back(instance.get());
+      options.state = &hub_->state();
+      options.metrics = metrics_.get();
+      absl::StatusOr<std::unique_ptr<GenerationModel>> model = GenerationModel::Create(options);
+      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("generation engine for ",
+                                                                               loaded.config->name, ": ",
+                                                                               model.status().message()));
+      generation_models.push_back(*std::move(model));
+      continue;
+    }
     ServedModelOptions options;
     options.config = loaded.config.get();
     for (auto& instance : loaded.instances) options.instances.push_back(instance.get());
@@ -168,7 +192,7 @@ absl::Status Server::LoadModels() {
                                                                              ": ", model.status().message()));
     models.push_back(*std::move(model));
   }
-  hub_->Publish(std::move(models));
+  hub_->Publish(std::move(models), std::move(generation_models));
   hub_->state().SetReady();
   grpc_server_->GetHealthCheckService()->SetServingStatus(true);
   return absl::OkStatus();

@@ -128,8 +128,8 @@ int Run(int argc, char** argv) {
     spdlog::critical("{}", std::string(loaded.message()));
     return 1;
   }
-  spdlog::info("READY in {:.2f} s ({} models)", absl::ToDoubleSeconds(absl::Now() - start),
-               (*server)->hub().models().size());
+  spdlog::info("READY in {:.2f} s ({} models, {} generation models)", absl::ToDoubleSeconds(absl::Now() - start),
+               (*server)->hub().models().size(), (*server)->hub().generation_models().size());
   Announce(*config, **server, "READY", "");
   return WaitAndDrain(*config, **server, signals);
 }

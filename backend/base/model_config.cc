@@ -17,7 +17,8 @@ absl::StatusOr<ModelKind> ParseKind(const YamlNode& node) {
   if (text == "speech") return ModelKind::kSpeech;
   if (text == "text") return ModelKind::kText;
   if (text == "generic") return ModelKind::kGeneric;
-  return node.Error(absl::StrCat("unknown model kind '", text, "' (expected speech, text or generic)"));
+  if (text == "generation") return ModelKind::kGeneration;
+  return node.Error(absl::StrCat("unknown model kind '", text, "' (expected speech, text, generic or generation)"));
 }
 
 absl::StatusOr<DeviceKind> ParseDevice(const YamlNode& node) {
@@ -293,6 +294,40 @@ absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// inputs, outputs, buckets and batching: the (batch, length) bucket models' sections.
+absl::Status ParseBucketSections(const YamlNode& root, ModelConfig& config) {
+  if (std::optional<YamlNode> generation = root.Optional("generation")) {
+    return generation->Error("generation is only allowed on kind: generation models");
+  }
+  SLUICE_ASSIGN_OR_RETURN(config.inputs, ParseTensorList(root, "inputs", /*is_input=*/true, config.kind));
+  SLUICE_ASSIGN_OR_RETURN(config.outputs, ParseTensorList(root, "outputs", /*is_input=*/false, config.kind));
+  if (config.kind == ModelKind::kSpeech && !config.inputs.front().sample_rate) {
+    SLUICE_ASSIGN_OR_RETURN(YamlNode inputs, root.Required("inputs"));
+    return inputs.Error("a speech model's first input needs sample_rate (audio seconds are counted from it)");
+  }
+  SLUICE_ASSIGN_OR_RETURN(config.buckets, ParseBuckets(root));
+  SLUICE_ASSIGN_OR_RETURN(config.batching, ParseBatching(root));
+  for (std::string_view key : {"inputs", "outputs"}) {
+    SLUICE_ASSIGN_OR_RETURN(YamlNode list, root.Required(key));
+    SLUICE_RETURN_IF_ERROR(CheckLargestBatch(list, key == "inputs" ? config.inputs : config.outputs, config.buckets));
+  }
+  return absl::OkStatus();
+}
+
+// A generation model's graphs, cache and queue are all in its generation: section (generation_config.h).
+absl::Status ParseGenerationSection(const YamlNode& root, ModelConfig& config) {
+  for (std::string_view key : {"inputs", "outputs", "buckets", "batching", "speech"}) {
+    if (std::optional<YamlNode> node = root.Optional(key)) {
+      return node->Error(absl::StrCat(std::string(key),
+                                      " is not allowed on kind: generation models (their graphs, cache and queue "
+                                      "are set in the generation: section)"));
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(YamlNode section, root.Required("generation"));
+  SLUICE_ASSIGN_OR_RETURN(config.generation, ParseGenerationOptions(section, config.directory));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* ModelKindName(ModelKind kind) {
@@ -341,8 +376,8 @@ std::string ModelConfig::GraphPath(int batch_size, int64_t length) const {
 }
 
 absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::string& model_dir) {
-  SLUICE_RETURN_IF_ERROR(
-      root.CheckKeys({"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim", "speech"}));
+  SLUICE_RETURN_IF_ERROR(root.CheckKeys(
+      {"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim", "speech", "generation"}));
   ModelConfig config;
   config.directory = model_dir;
   config.config_path = root.file();
@@ -356,18 +391,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
   SLUICE_ASSIGN_OR_RETURN(YamlNode kind, root.Required("kind"));
   SLUICE_ASSIGN_OR_RETURN(config.kind, ParseKind(kind));
 
-  SLUICE_ASSIGN_OR_RETURN(config.inputs, ParseTensorList(root, "inputs", /*is_input=*/true, config.kind));
-  SLUICE_ASSIGN_OR_RETURN(config.outputs, ParseTensorList(root, "outputs", /*is_input=*/false, config.kind));
-  if (config.kind == ModelKind::kSpeech && !config.inputs.front().sample_rate) {
-    SLUICE_ASSIGN_OR_RETURN(YamlNode inputs, root.Required("inputs"));
-    return inputs.Error("a speech model's first input needs sample_rate (audio seconds are counted from it)");
-  }
-  SLUICE_ASSIGN_OR_RETURN(config.buckets, ParseBuckets(root));
-  SLUICE_ASSIGN_OR_RETURN(config.batching, ParseBatching(root));
-  for (std::string_view key : {"inputs", "outputs"}) {
-    SLUICE_ASSIGN_OR_RETURN(YamlNode list, root.Required(key));
-    SLUICE_RETURN_IF_ERROR(CheckLargestBatch(list, key == "inputs" ? config.inputs : config.outputs, config.buckets));
-  }
+  SLUICE_RETURN_IF_ERROR(config.kind == ModelKind::kGeneration ? ParseGenerationSection(root, config)
+                                                                 : ParseBucketSections(root, config));
 
   SLUICE_ASSIGN_OR_RETURN(YamlNode instances, root.Required("instances"));
   SLUICE_ASSIGN_OR_RETURN(std::vector<YamlNode> groups, instances.AsSequence());
@@ -381,6 +406,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
   if (std::optional<YamlNode> sim = root.Optional("sim")) {
     if (!uses_sim) return sim->Error("sim is set but no instance group uses device sim");
     SLUICE_ASSIGN_OR_RETURN(config.sim, ParseSim(*sim));
+    if (std::optional<YamlNode> ratio = sim->Optional("output_steps_per_input_step");
+        ratio && config.kind == ModelKind::kGeneration) {
+      return ratio->Error("has no meaning for kind: generation models (they return one logits row per sequence)");
+    }
   } else if (uses_sim) {
     return instances.Error("device sim needs a top-level 'sim: {base_ms, per_sample_us}' cost model");
   }

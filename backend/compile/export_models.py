@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Exports the example models: one TorchScript graph per (batch size, length) bucket, plus config.yaml and
-reference.pt, into DIR/<model>/.
+reference.pt, into DIR/<model>/. The generation model llama_tiny has its own graph set and files
+(llama_export.py: tokenizer, prefill/decode graphs, reference_generation.json, hf/).
 
   /usr/bin/python3 backend/compile/export_models.py --out DIR [--target cpu|neuron]
-      [--models asr_ctc,text_embed] [--reference-cases N] [--lengths L1,L2,... (one model)]
+      [--models asr_ctc,text_embed,llama_tiny] [--reference-cases N] [--lengths L1,L2,... (one model)]
 
 Exit codes: 0 ok, 1 export failed, 2 bad arguments or --target neuron without torch_neuronx.
 """
@@ -15,10 +16,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import asr_ctc  # noqa: E402
+import asr_digits  # noqa: E402
 import common  # noqa: E402
+import llama_export  # noqa: E402
 import text_embed  # noqa: E402
 
-MODELS = {"asr_ctc": asr_ctc.spec, "text_embed": text_embed.spec}
+MODELS = {"asr_ctc": asr_ctc.spec, "text_embed": text_embed.spec, "llama_tiny": None,
+          "asr_digits": asr_digits.spec}  # asr_digits: trained weights, weights/asr_digits.pt
+GENERATION_MODELS = {"llama_tiny": llama_export.export}  # export(out_dir, target) -> seconds
 
 
 def main() -> int:
@@ -54,15 +59,19 @@ def main() -> int:
             lengths = [int(v) for v in args.lengths.split(",")]
         except ValueError:
             lengths = []
-        if len(names) != 1 or not lengths or lengths != sorted(set(lengths)) or lengths[0] < 1:
-            print("--lengths needs one model in --models and positive ascending integers, e.g. 16000,48000",
-                  file=sys.stderr)
+        if len(names) != 1 or names[0] in GENERATION_MODELS or not lengths or lengths != sorted(set(lengths)) \
+                or lengths[0] < 1:
+            print("--lengths needs one (non-generation) model in --models and positive ascending integers, e.g. "
+                  "16000,48000 (llama_tiny: llama_export.py --prefill-lengths ...)", file=sys.stderr)
             return 2
 
     os.makedirs(args.out, exist_ok=True)
     start = time.monotonic()
     times = {}
     for name in names:
+        if name in GENERATION_MODELS:
+            times[name] = GENERATION_MODELS[name](args.out, args.target)
+            continue
         spec = MODELS[name]()
         if lengths:
             spec.lengths = lengths

@@ -2,6 +2,8 @@
 // (unless --load-only) runs each bucket graph at full length in a loop and prints its steady-state compute
 // time and throughput: the raw backend limit that serving numbers are compared against. --json FILE also writes
 // those timings as JSON (schema sluice-bench-backend/1), which `sluice-advisor --bench-json` fits its cost model to.
+// Generation models (kind: generation) are timed per graph instead: each prompt bucket's prefill and each
+// (batch bucket, KV bucket) decode step (bench_generation.h).
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
@@ -18,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "backend/model_repository.h"
 #include "backend/base/server_config.h"
+#include "backend/tools/bench_generation.h"
 #include "spdlog/spdlog.h"
 
 namespace sluice {
@@ -47,6 +50,7 @@ struct ModelTimings {
   std::optional<int> sample_rate;  // speech models
   double load_seconds = 0;
   std::vector<BucketTiming> buckets;
+  std::optional<GenerationTimings> generation;  // generation models: prefill/decode timings instead of buckets
 };
 
 PaddedBatch RandomFullBatch(const ModelConfig& model, int batch_size, int64_t length, std::mt19937& rng) {
@@ -76,13 +80,26 @@ void PrintLoadTable(const ModelRepository& repository) {
                     static_cast<long long>(s.length), s.load_seconds, s.warm_seconds);
       }
     }
+    // Generation models: prefill graphs have batch 1 and the prompt bucket; decode graphs the KV bucket.
+    for (size_t i = 0; i < model.generation_instances.size(); ++i) {
+      for (const BucketLoadStats& s : model.generation_instances[i]->load_stats()) {
+        std::printf("%-12s %-8zu %6d %8lld %8.3f %8.3f\n", model.config->name.c_str(), i, s.batch_size,
+                    static_cast<long long>(s.length), s.load_seconds, s.warm_seconds);
+      }
+    }
     std::printf("%-12s total load+warm %.2f s over %zu instance(s)\n", model.config->name.c_str(), model.load_seconds,
-                model.instances.size());
+                model.instances.size() + model.generation_instances.size());
   }
 }
 
 int BenchModel(const LoadedModel& model, int iterations, ModelTimings* timings) {
   const ModelConfig& config = *model.config;
+  if (config.generation) {
+    timings->model = config.name;
+    timings->device = model.generation_instances.front()->Describe();
+    timings->load_seconds = model.load_seconds;
+    return BenchGenerationModel(model, iterations, &timings->generation.emplace());
+  }
   Backend& instance = *model.instances.front();
   std::mt19937 rng(1234);
   const bool speech = config.kind == ModelKind::kSpeech && config.inputs.front().sample_rate;
@@ -122,6 +139,8 @@ int BenchModel(const LoadedModel& model, int iterations, ModelTimings* timings) 
 // {"schema": "sluice-bench-backend/1", "iterations": N, "models": [{"model", "device", "sample_rate" (speech
 //  models), "load_seconds", "buckets": [{"batch_size", "length", "p50_ms", "min_ms", "rows_per_s",
 //  "steps_per_s"}]}]}: the shape sluice-advisor's --bench-json reads (loadtest/advisor/bench_timings.h).
+// A generation model's entry has "kind": "generation" and "prefill"/"decode" arrays instead of "buckets"
+// (bench_generation.h); they hold no "length" key, so the advisor never mistakes them for bucket timings.
 bool WriteJson(const std::string& path, int iterations, const std::vector<ModelTimings>& models) {
   rapidjson::StringBuffer buffer;
   rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
@@ -144,6 +163,13 @@ bool WriteJson(const std::string& path, int iterations, const std::vector<ModelT
     }
     w.Key("load_seconds");
     w.Double(m.load_seconds);
+    if (m.generation) {
+      w.Key("kind");
+      w.String("generation");
+      WriteGenerationJson(w, *m.generation);
+      w.EndObject();
+      continue;
+    }
     w.Key("buckets");
     w.StartArray();
     for (const BucketTiming& b : m.buckets) {

@@ -119,12 +119,19 @@ class GenerationModel {
 
  private:
   GenerationModel() = default;
+  // The call's prompt as token ids (chat template applied, BOS added to text), or why it has none.
+  absl::StatusOr<std::vector<int32_t>> PromptIds(const GenerationCall& call) const;
+  // Limits the engine would also refuse, checked here to name them in the caller's terms; sets max_tokens (the
+  // call's, or the default cut to the context).
+  absl::Status CheckCall(const GenerationCall& call, const std::vector<int32_t>& prompt, int& max_tokens) const;
+
   const ModelConfig* config_ = nullptr;
   const ServingState* state_ = nullptr;
   Clock* clock_ = nullptr;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ContinuousBatcher> engine_;
-  GenerationMetrics* metrics_ = nullptr;  // owned by ServerMetrics; null without metrics
+  std::unique_ptr<GenerationMetrics> owned_metrics_;
+  GenerationMetrics* metrics_ = nullptr;  // owned_metrics_, or null without metrics
 };
 
 }  // namespace sluice

@@ -11,10 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
+#include "server/llm/sentencepiece_bridge.h"
 
 namespace sluice {
 
@@ -30,12 +27,13 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  std::unique_ptr<SentencePieceBridge> processor_;
 };
 
-// Emits the text that appending one more token adds. SentencePiece text of a prefix is not always a prefix of the
-// text of the whole (a leading-space piece, a multi-byte character split over byte tokens), so it decodes the
-// sequence so far and emits what is new once it is whole UTF-8.
+// Emits the text that appending one more token adds. Decoding token by token is wrong (a piece's leading space is
+// dropped at the start of a decoded text; a multi-byte character may be split over byte-fallback pieces), so it
+// decodes a window of recent tokens twice (without and with the new ones) and emits the difference once it is
+// whole UTF-8 (the approach of vLLM's detokenizer).
 class IncrementalDetokenizer {
  public:
   explicit IncrementalDetokenizer(const Tokenizer* tokenizer) : tokenizer_(tokenizer) {}
@@ -48,7 +46,9 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer* tokenizer_;
   std::vector<int32_t> ids_;
-  size_t emitted_bytes_ = 0;
+  size_t prefix_start_ = 0;  // the window's first token (context for the leading-space rule)
+  size_t read_start_ = 0;    // tokens before this are emitted
+
 };
 
 }  // namespace sluice

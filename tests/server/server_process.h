@@ -27,7 +27,10 @@ class ServerProcess {
   // Everything a server can be started with.
   struct Options {
     std::string extra_yaml;                     // appended to the config
-    std::vector<std::string> models;            // limits the repository (empty: every model in it)
+    // Limits the repository. Empty: every model in it, except in the example repository, where it means the two
+    // original examples (asr_ctc, text_embed): the example LLM and the digits recognizer add seconds of loading and
+    // hundreds of MB to every server start, so the tests that want them name them.
+    std::vector<std::string> models;
     std::string source_repository = SLUICE_MODELS_DIR;  // where models come from
     std::string grpc_address = "127.0.0.1:0";   // e.g. another server's address, to test a port in use
     std::string http_address = "127.0.0.1:0";
@@ -38,7 +41,7 @@ class ServerProcess {
     std::chrono::seconds start_timeout{180};
   };
 
-  // `extra_yaml` is appended to the config; `models` limits the repository (empty: every model in it);
+  // `extra_yaml` is appended to the config; `models` limits the repository (see Options::models);
   // `source_repository` is where models come from (default: the exported example models).
   explicit ServerProcess(const std::string& extra_yaml = "", const std::vector<std::string>& models = {},
                          const std::string& source_repository = SLUICE_MODELS_DIR) {
@@ -112,9 +115,11 @@ class ServerProcess {
     std::filesystem::remove_all(dir_);  // left by an earlier run whose pid this one reuses
     std::filesystem::create_directories(dir_ / "models");
     std::string repository = options.source_repository;
-    if (!options.models.empty()) {
+    std::vector<std::string> models = options.models;
+    if (models.empty() && options.source_repository == SLUICE_MODELS_DIR) models = {"asr_ctc", "text_embed"};
+    if (!models.empty()) {
       repository = (dir_ / "models").string();
-      for (const std::string& m : options.models) {
+      for (const std::string& m : models) {
         std::filesystem::create_directory_symlink(std::filesystem::path(options.source_repository) / m,
                                                   dir_ / "models" / m);
       }

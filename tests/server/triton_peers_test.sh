@@ -105,10 +105,13 @@ log "perf_analyzer runs: $(basename "$PA_DIR"/perf_analyzer-*.dist-info .dist-in
 # ---- 2. reference cases -----------------------------------------------------------------------------------------
 mkdir -p "$WORK/references"
 # Start the server first: it loads and warms every bucket (the slow part) while the references are dumped.
+# The two KServe example models only (the example LLM and the digits recognizer are served by their own tests).
+rm -rf "$WORK/models" && mkdir -p "$WORK/models"
+ln -s "$MODELS/asr_ctc" "$MODELS/text_embed" "$WORK/models/"
 cat > "$WORK/server.yaml" <<EOF
 grpc: {address: 127.0.0.1:0}
 http: {address: 127.0.0.1:0}
-model_repository: $MODELS
+model_repository: $WORK/models
 log_level: info
 drain_grace_seconds: 60
 EOF

@@ -1,0 +1,239 @@
+"""Example generation model `llama_tiny`: the Llama decoder architecture, small, with fixed-seed random weights.
+
+Llama as Hugging Face's LlamaForCausalLM computes it: RMSNorm (eps 1e-5), rotary position embeddings in the
+rotate_half convention (theta 10000), grouped-query attention, a SwiGLU MLP, untied lm_head. Parameter names
+are Hugging Face's (model.layers.N.self_attn.q_proj.weight, ...), so a state dict moves both ways unchanged.
+
+Three ways to run the same weights (llama_export.py traces the last two; check_generation_padding.py checks that
+they agree with the first):
+  - LlamaForCausalLM.forward(tokens [1, T]) -> logits [1, T, vocab]: the eager reference, full recompute.
+  - PrefillGraph: forward(tokens [1, L], length [1], slot [1], k_cache, v_cache) -> logits [1, vocab] of position
+    length-1; writes the prompt's K/V into cache[:, slot, 0:L] in place.
+  - DecodeGraph(kv_length K): forward(tokens [B], positions [B], slots [B], k_cache, v_cache) -> logits [B, vocab];
+    writes each row's K/V at cache[:, slot, position] in place, then attends over cache[:, slot, 0:K] with
+    positions > position masked.
+The KV cache tensors are FP32 [layers, slots + 1, context_length, kv_heads, head_dim]; slot `slots` is scratch.
+"""
+import dataclasses
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+import layers
+
+
+@dataclasses.dataclass
+class LlamaConfig:
+    vocab_size: int = 2000
+    hidden_size: int = 256
+    intermediate_size: int = 688
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 8
+    num_key_value_heads: int = 2
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    max_position_embeddings: int = 1024
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float):
+    """cos, sin [..., head_dim] for int64 positions [...] (Hugging Face's layout: the frequencies twice)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    freqs = positions.float().unsqueeze(-1) * inv_freq.to(positions.device)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.theta = cfg.rope_theta
+        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
+
+    def qkv(self, x: torch.Tensor, positions: torch.Tensor):
+        """x [..., hidden], positions [...] -> q [..., heads, Dh], k and v [..., kv_heads, Dh] (q, k rotated)."""
+        lead = x.shape[:-1]
+        q = self.q_proj(x).view(lead + (self.heads, self.head_dim))
+        k = self.k_proj(x).view(lead + (self.kv_heads, self.head_dim))
+        v = self.v_proj(x).view(lead + (self.kv_heads, self.head_dim))
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.theta)
+        cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """q [B, Tq, heads, Dh], k/v [B, Tk, kv_heads, Dh], allowed bool [B, Tq, Tk] -> [B, Tq, hidden]."""
+        b, tq = q.shape[0], q.shape[1]
+        group = self.heads // self.kv_heads
+        # Grouped-query attention: query head h uses KV head h // group (Hugging Face's repeat_kv order).
+        qg = q.reshape(b, tq, self.kv_heads, group, self.head_dim).permute(0, 2, 3, 1, 4)  # [B, KVH, G, Tq, Dh]
+        kt = k.permute(0, 2, 3, 1).unsqueeze(2)                                             # [B, KVH, 1, Dh, Tk]
+        vt = v.permute(0, 2, 1, 3).unsqueeze(2)                                             # [B, KVH, 1, Tk, Dh]
+        scores = torch.matmul(qg, kt) * (1.0 / math.sqrt(self.head_dim))                  # [B, KVH, G, Tq, Tk]
+        scores = scores.masked_fill(~allowed[:, None, None, :, :], layers.MASKED_SCORE)
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), vt)                              # [B, KVH, G, Tq, Dh]
+        return self.o_proj(ctx.permute(0, 3, 1, 2, 4).reshape(b, tq, self.heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.self_attn = Attention(cfg)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList([DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.config = cfg
+        self.model = LlamaModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        # Ids outside the vocabulary (padding may hold anything) are clamped rather than failing the gather.
+        return self.model.embed_tokens(tokens.clamp(0, self.config.vocab_size - 1))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Eager reference: tokens [B, T] -> logits [B, T, vocab], causal, no cache."""
+        return self.lm_head(self.hidden(tokens))
+
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The final-normed hidden states [B, T, hidden] (what lm_head maps to logits)."""
+        t = tokens.shape[1]
+        positions = torch.arange(t, device=tokens.device)
+        idx = torch.arange(t, device=tokens.device)
+        allowed = (idx.unsqueeze(0) <= idx.unsqueeze(1)).unsqueeze(0)  # [1, T, T]
+        x = self.embed(tokens)
+        for layer in self.model.layers:
+            q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions)
+            x = x + layer.self_attn.attend(q, k, v, allowed)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.model.norm(x)
+
+
+class PrefillGraph(nn.Module):
+    """One prompt of a bucket length L into one slot (see the module comment)."""
+
+    def __init__(self, model: LlamaForCausalLM):
+        super().__init__()
+        self.m = model
+
+    def forward(self, tokens, length, slot, k_cache, v_cache):
+        t = tokens.shape[1]
+        positions = torch.arange(t, device=tokens.device)
+        # Causal: a real position only ever sees earlier positions, so the padding after the prompt (any ids)
+        # cannot reach the real logits. Padding positions' K/V are written too; they are never read (decode
+        # overwrites position p before attending to it, and masks positions > p).
+        allowed = (positions.unsqueeze(0) <= positions.unsqueeze(1)).unsqueeze(0)
+        slot_index = slot.expand(t)
+        x = self.m.embed(tokens)
+        for i, layer in enumerate(self.m.model.layers):
+            q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions)
+            k_cache[i].index_put_((slot_index, positions), k[0])
+            v_cache[i].index_put_((slot_index, positions), v[0])
+            x = x + layer.self_attn.attend(q, k, v, allowed)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        last = x[0].index_select(0, (length - 1).clamp(0, t - 1))  # [1, hidden]
+        return self.m.lm_head(self.m.model.norm(last))
+
+
+class DecodeGraph(nn.Module):
+    """One token for each of B sequences, attending over the first kv_length cache positions."""
+
+    def __init__(self, model: LlamaForCausalLM, kv_length: int):
+        super().__init__()
+        self.m = model
+        self.kv_length = kv_length
+
+    def forward(self, tokens, positions, slots, k_cache, v_cache):
+        kv = torch.arange(self.kv_length, device=tokens.device)
+        allowed = (kv.unsqueeze(0) <= positions.unsqueeze(1)).unsqueeze(1)  # [B, 1, K]
+        unwritten = ~allowed[:, 0, :, None, None]                            # [B, K, 1, 1]
+        x = self.m.embed(tokens).unsqueeze(1)                               # [B, 1, hidden]
+        for i, layer in enumerate(self.m.model.layers):
+            q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions.unsqueeze(1))
+            # Write first, then read the slot back: the row's own K/V is part of what it attends to.
+            k_cache[i].index_put_((slots, positions), k[:, 0])
+            v_cache[i].index_put_((slots, positions), v[:, 0])
+            keys = k_cache[i, :, :self.kv_length].index_select(0, slots)    # [B, K, kv_heads, Dh]
+            # Masked scores are replaced, but a masked value still meets its zero weight in the matmul, and
+            # 0 * NaN is NaN: zero the values past each row's position, so a never-written (uninitialised)
+            # cache region cannot leak into the logits.
+            values = v_cache[i, :, :self.kv_length].index_select(0, slots).masked_fill(unwritten, 0.0)
+            x = x + layer.self_attn.attend(q, keys, values, allowed)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.m.lm_head(self.m.model.norm(x[:, 0]))
+
+
+def init_weights(model: LlamaForCausalLM, seed: int) -> None:
+    """Fixed-seed random weights, scaled so greedy decoding is not degenerate: unit-variance embeddings, Linear
+    weights N(0, gain / fan_in) (gain 1 keeps activations at unit scale through the residual stream), an lm_head
+    that gives logits a spread of a few units (clear top-1/top-2 margins), norms at 1."""
+    gen = torch.Generator().manual_seed(seed)
+    cfg = model.config
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            elif name == "model.embed_tokens.weight":
+                p.copy_(torch.randn(p.shape, generator=gen))
+            elif name == "lm_head.weight":
+                p.copy_(torch.randn(p.shape, generator=gen) * (LM_HEAD_SCALE / math.sqrt(cfg.hidden_size)))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) * (LINEAR_GAIN / math.sqrt(p.shape[1])))
+
+
+LINEAR_GAIN = 1.0
+LM_HEAD_SCALE = 8.0
+SEED = 20261101
+
+
+def build(cfg: LlamaConfig = None, seed: int = SEED) -> LlamaForCausalLM:
+    model = LlamaForCausalLM(cfg or LlamaConfig())
+    init_weights(model, seed)
+    return model.eval()

@@ -1,0 +1,20 @@
+// GenerationBackend::Create lives apart from the sim implementation so that torch-free code (the engine and its
+// tests) can link the sim device without libtorch.
+#include "absl/strings/str_cat.h"
+#include "backend/generation_backend.h"
+#include "backend/sim_generation_backend.h"
+#include "backend/torch_generation_backend.h"
+
+namespace sluice {
+
+absl::StatusOr<std::unique_ptr<GenerationBackend>> GenerationBackend::Create(const InstanceOptions& options) {
+  if (options.model == nullptr) return absl::InvalidArgumentError("InstanceOptions.model is null");
+  if (!options.model->generation) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", options.model->name, " is not a generation model (kind: generation)"));
+  }
+  if (options.group.device == DeviceKind::kSim) return CreateSimGenerationBackend(options);
+  return CreateTorchGenerationBackend(options);
+}
+
+}  // namespace sluice

@@ -1,0 +1,123 @@
+#include "backend/sim_generation_backend.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend/base/status_macros.h"
+#include "backend/generation_inputs.h"
+#include "backend/sim_faults.h"
+
+namespace sluice {
+namespace {
+
+constexpr float kTopLogit = 10.0f;
+constexpr float kSecondLogit = 9.0f;
+
+class SimGenerationBackend final : public GenerationBackend {
+ public:
+  SimGenerationBackend(const InstanceOptions& options, SimSleeper sleeper)
+      : model_(*options.model),
+        generation_(*options.model->generation),
+        replica_(options.replica),
+        sleeper_(std::move(sleeper)),
+        faults_(options.model->sim->faults, options.replica),
+        slots_(generation_.kv_cache.slots) {
+    for (int64_t length : generation_.prefill_lengths) stats_.push_back({1, length, 0.0, 0.0, 0.0});
+    for (int batch_size : generation_.decode_batch_sizes) {
+      for (int64_t kv_length : generation_.kv_lengths) stats_.push_back({batch_size, kv_length, 0.0, 0.0, 0.0});
+    }
+  }
+
+  absl::StatusOr<Logits> Prefill(const PrefillInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidatePrefillInput(model_, input));
+    SLUICE_RETURN_IF_ERROR(faults_.Next());
+    sleeper_(SimPrefillLatency(*model_.sim, input.bucket_length));
+    std::vector<int32_t>& slot = slots_[input.slot];
+    if (slot.size() < input.tokens.size()) slot.resize(input.tokens.size(), 0);
+    std::copy(input.tokens.begin(), input.tokens.end(), slot.begin());
+    Logits logits = EmptyLogits(1);
+    FillRow(logits, 0, std::span<const int32_t>(slot.data(), input.tokens.size()));
+    return logits;
+  }
+
+  absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
+    SLUICE_RETURN_IF_ERROR(faults_.Next());
+    sleeper_(SimDecodeLatency(*model_.sim, input.batch_size, input.kv_length));
+    Logits logits = EmptyLogits(static_cast<int>(input.rows.size()));
+    for (size_t r = 0; r < input.rows.size(); ++r) {
+      const DecodeRow& row = input.rows[r];
+      std::vector<int32_t>& slot = slots_[row.slot];
+      const auto end = static_cast<size_t>(row.position) + 1;
+      if (slot.size() < end) slot.resize(end, 0);
+      slot[row.position] = row.token;
+      FillRow(logits, static_cast<int>(r), std::span<const int32_t>(slot.data(), end));
+    }
+    return logits;
+  }
+
+  const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+
+  std::string Describe() const override {
+    return absl::StrCat(model_.name, "#", replica_, " on sim (", KvCacheSummary(generation_), " simulated)");
+  }
+
+ private:
+  Logits EmptyLogits(int rows) const {
+    const int vocab = generation_.vocab_size;
+    return Logits{rows, vocab, std::vector<float>(static_cast<size_t>(rows) * vocab, 0.0f)};
+  }
+
+  void FillRow(Logits& logits, int row, std::span<const int32_t> ids) const {
+    const int vocab = generation_.vocab_size;
+    const int32_t next = SimNextToken(ids, vocab);
+    float* out = logits.values.data() + static_cast<size_t>(row) * vocab;
+    out[(next + 1) % vocab] = kSecondLogit;
+    out[next] = kTopLogit;  // after the second: with vocab_size 1 both are the same id
+  }
+
+  const ModelConfig& model_;
+  const GenerationOptions& generation_;
+  const int replica_;
+  SimSleeper sleeper_;
+  SimFaultInjector faults_;
+  std::vector<std::vector<int32_t>> slots_;  // ids by position, per real slot; grown on first write
+  std::vector<BucketLoadStats> stats_;
+};
+
+}  // namespace
+
+absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length) {
+  return absl::Milliseconds(cost.base_ms) + absl::Microseconds(cost.per_sample_us * static_cast<double>(bucket_length));
+}
+
+absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length) {
+  return absl::Milliseconds(cost.base_ms) +
+         absl::Microseconds(cost.per_sample_us * static_cast<double>(batch_size) * static_cast<double>(kv_length) /
+                            64.0);
+}
+
+int32_t SimNextToken(std::span<const int32_t> ids, int vocab_size) {
+  const auto p = static_cast<int64_t>(ids.size()) - 1;
+  int64_t sum = 0;
+  for (int32_t id : ids) sum += id;
+  const int64_t value = 31 * static_cast<int64_t>(ids.back()) + 7 * p + sum;
+  return static_cast<int32_t>(((value % vocab_size) + vocab_size) % vocab_size);
+}
+
+absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateSimGenerationBackend(const InstanceOptions& options,
+                                                                              SimSleeper sleeper) {
+  if (options.model == nullptr) return absl::InvalidArgumentError("InstanceOptions.model is null");
+  if (!options.model->generation) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
+  }
+  if (!options.model->sim) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, ": device sim needs 'sim:'"));
+  }
+  if (!sleeper) sleeper = [](absl::Duration d) { absl::SleepFor(d); };
+  return std::make_unique<SimGenerationBackend>(options, std::move(sleeper));
+}
+
+}  // namespace sluice

@@ -1,0 +1,53 @@
+// The `sim` device for generation models (kind: generation, device: sim): no graph and no libtorch, a latency
+// that follows the model's `sim:` cost model, and logits that are a deterministic function of what was written
+// into the KV cache, so that an engine which mixes up slots, positions or tokens produces visibly different
+// tokens. For engine tests and capacity planning without hardware.
+//
+// Latency (SimCostModel base_ms and per_sample_us; output_steps_per_input_step is not allowed here):
+//   prefill:  base_ms + per_sample_us * bucket_length                    (the compiled prompt bucket)
+//   decode:   base_ms + per_sample_us * batch_size * kv_length / 64      (the compiled batch and KV buckets)
+// spent through the injected sleeper before the call returns. Faults (sim: {faults: ...}) are drawn once per
+// Prefill or Decode call as in sim_backend.h (sim_faults.h): Unavailable after gone_after_batches calls,
+// std::runtime_error thrown with probability exception_rate, Internal with probability error_rate.
+//
+// Logits contract (other code's tests compute expected tokens from it; SimNextToken implements it):
+//   The sim keeps, per slot, the token id written at each position (0 where nothing was ever written; a slot
+//   that is reused keeps the previous sequence's ids past what the new one wrote, as a real cache does).
+//   Prefill writes tokens[i] at position i, i in [0, n), of its slot. A decode row writes its token at its
+//   position of its slot. For a row whose last written position is p (prefill: p = n - 1; decode: p = the row's
+//   position), with t(i) the id at position i of that slot after the write:
+//       next = (31 * t(p) + 7 * p + t(0) + t(1) + ... + t(p)) mod vocab_size     (computed in int64)
+//   and the row's logits are 10.0 at next, 9.0 at (next + 1) mod vocab_size, 0.0 at every other id
+//   (vocab_size 1: the one logit is 10.0). A decode row reads its slot's ids at positions < p, so a wrong slot,
+//   a skipped position or a wrong token changes the answer. Padding (prompt positions past n, decode rows past
+//   rows.size()) writes nothing: real slots are never touched by padding.
+//
+// Thread-safety: as generation_backend.h: Prefill()/Decode() from one thread at a time per instance (no lock:
+// the cache state belongs to that one caller); load_stats()/Describe() immutable after creation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "backend/generation_backend.h"
+#include "backend/sim_backend.h"
+
+namespace sluice {
+
+// REQUIRES: options.model->generation and options.model->sim are set; options.group.device is sim.
+// `sleeper` defaults to absl::SleepFor; tests inject a fake clock's advance.
+absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateSimGenerationBackend(const InstanceOptions& options,
+                                                                              SimSleeper sleeper = {});
+
+// The latencies of the cost model above.
+absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length);
+absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length);
+
+// The contract's argmax for a slot whose ids at positions [0, p] are `ids` (p = ids.size() - 1).
+// REQUIRES: ids is not empty; vocab_size >= 1.
+int32_t SimNextToken(std::span<const int32_t> ids, int vocab_size);
+
+}  // namespace sluice

@@ -1,0 +1,206 @@
+#include "backend/torch_generation_backend.h"
+
+#include <torch/script.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backend/base/status_macros.h"
+#include "backend/generation_inputs.h"
+#include "backend/torch_device.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+torch::Tensor Int64Vector(const std::vector<int64_t>& values) {
+  return torch::tensor(values, torch::TensorOptions().dtype(torch::kInt64));
+}
+
+class TorchGenerationBackend final : public GenerationBackend {
+ public:
+  TorchGenerationBackend(const InstanceOptions& options, torch::Device device)
+      : model_(*options.model),
+        generation_(*options.model->generation),
+        group_(options.group),
+        replica_(options.replica),
+        device_(device),
+        scratch_slot_(generation_.kv_cache.slots) {}
+
+  absl::Status LoadAll(int warmup_runs) {
+    UseIntraOpThreads(group_.intra_op_threads);
+    SLUICE_RETURN_IF_ERROR(AllocateCache());
+    for (int64_t length : generation_.prefill_lengths) {
+      SLUICE_RETURN_IF_ERROR(LoadGraph(PrefillGraphPath(model_, length), 1, length, warmup_runs, prefill_[length],
+                                       [this, length](torch::jit::Module& graph) {
+                                         // The whole bucket, into the scratch slot.
+                                         RunPrefill(graph, length, std::vector<int32_t>(length, 0), scratch_slot_);
+                                       }));
+    }
+    for (int batch_size : generation_.decode_batch_sizes) {
+      for (int64_t kv_length : generation_.kv_lengths) {
+        SLUICE_RETURN_IF_ERROR(LoadGraph(DecodeGraphPath(model_, batch_size, kv_length), batch_size, kv_length,
+                                         warmup_runs, decode_[{batch_size, kv_length}],
+                                         [this, batch_size, kv_length](torch::jit::Module& graph) {
+                                           // Only padding rows, at the last position: the widest attention.
+                                           RunDecode(graph, batch_size, {}, kv_length - 1);
+                                         }));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Logits> Prefill(const PrefillInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidatePrefillInput(model_, input));
+    UseIntraOpThreads(group_.intra_op_threads);
+    try {
+      return RunPrefill(prefill_.at(input.bucket_length), input.bucket_length, input.tokens, input.slot);
+    } catch (const std::exception& e) {  // c10::Error derives from std::exception
+      return absl::InternalError(absl::StrCat(model_.name, " prefill (prompt bucket ", input.bucket_length, ") on ",
+                                              Describe(), " failed: ", FirstLine(e.what())));
+    }
+  }
+
+  absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
+    UseIntraOpThreads(group_.intra_op_threads);
+    try {
+      return RunDecode(decode_.at({input.batch_size, input.kv_length}), input.batch_size, input.rows, 0);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(model_.name, " decode (batch ", input.batch_size, ", KV length ",
+                                              input.kv_length, ") on ", Describe(), " failed: ",
+                                              FirstLine(e.what())));
+    }
+  }
+
+  const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+
+  std::string Describe() const override {
+    std::string where(DeviceKindName(group_.device));
+    if (group_.cores) where += absl::StrCat(" cores ", group_.cores->ToString());
+    return absl::StrCat(model_.name, "#", replica_, " on ", where, " (", group_.intra_op_threads, " intra-op thread",
+                        group_.intra_op_threads == 1 ? "" : "s", ", ", KvCacheSummary(generation_), ")");
+  }
+
+ private:
+  absl::Status AllocateCache() {
+    const KvCacheShape& c = generation_.kv_cache;
+    const std::vector<int64_t> shape = {c.layers, c.slots + 1, generation_.context_length, c.kv_heads, c.head_dim};
+    try {
+      torch::InferenceMode inference_mode;
+      const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+      k_cache_ = torch::zeros(shape, options);
+      v_cache_ = torch::zeros(shape, options);
+    } catch (const std::exception& e) {
+      return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, ": cannot allocate the ",
+                                                       KvCacheSummary(generation_), " on ", device_.str(), ": ",
+                                                       FirstLine(e.what())));
+    }
+    return absl::OkStatus();
+  }
+
+  // Loads one graph into `slot` and runs `warm` warmup_runs times, recording its load stats.
+  absl::Status LoadGraph(const std::string& path, int batch_size, int64_t length, int warmup_runs,
+                         torch::jit::Module& slot, const std::function<void(torch::jit::Module&)>& warm) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    BucketLoadStats stats{batch_size, length, 0, 0, 0};
+    const auto load_start = Clock::now();
+    try {
+      slot = torch::jit::load(path, device_);
+      slot.eval();
+      stats.load_seconds = SecondsSince(load_start);
+      const auto warm_start = Clock::now();
+      for (int i = 0; i < warmup_runs; ++i) {
+        const auto run_start = Clock::now();
+        warm(slot);
+        stats.steady_seconds = SecondsSince(run_start);
+      }
+      stats.warm_seconds = SecondsSince(warm_start);
+    } catch (const std::exception& e) {
+      return absl::FailedPreconditionError(absl::StrCat("model ", model_.name, ": cannot load and warm graph ", name,
+                                                        " from ", path, ": ", FirstLine(e.what())));
+    }
+    stats_.push_back(stats);
+    return absl::OkStatus();
+  }
+
+  // REQUIRES: tokens.size() in [1, bucket]; slot in [0, slots] (the scratch slot only for warm-up).
+  Logits RunPrefill(torch::jit::Module& graph, int64_t bucket, const std::vector<int32_t>& tokens, int64_t slot) {
+    torch::InferenceMode inference_mode;
+    torch::Tensor ids = torch::zeros({1, bucket}, torch::kInt64);
+    int64_t* out = ids.data_ptr<int64_t>();
+    for (size_t i = 0; i < tokens.size(); ++i) out[i] = tokens[i];
+    std::vector<torch::jit::IValue> args = {ids.to(device_),
+                                            Int64Vector({static_cast<int64_t>(tokens.size())}).to(device_),
+                                            Int64Vector({slot}).to(device_), k_cache_, v_cache_};
+    return ToLogits(graph.forward(args), 1, 1);
+  }
+
+  // Rows past rows.size() are padding: token 0, position `padding_position`, the scratch slot.
+  Logits RunDecode(torch::jit::Module& graph, int batch_size, const std::vector<DecodeRow>& rows,
+                   int64_t padding_position) {
+    torch::InferenceMode inference_mode;
+    std::vector<int64_t> tokens(batch_size, 0), positions(batch_size, padding_position),
+        slots(batch_size, scratch_slot_);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      tokens[r] = rows[r].token;
+      positions[r] = rows[r].position;
+      slots[r] = rows[r].slot;
+    }
+    std::vector<torch::jit::IValue> args = {Int64Vector(tokens).to(device_), Int64Vector(positions).to(device_),
+                                            Int64Vector(slots).to(device_), k_cache_, v_cache_};
+    return ToLogits(graph.forward(args), batch_size, static_cast<int>(rows.size()));
+  }
+
+  // The graph's [batch_size, vocab] FP32 logits; the first `rows` rows are copied out.
+  Logits ToLogits(const torch::jit::IValue& returned, int batch_size, int rows) const {
+    if (!returned.isTensor()) throw std::runtime_error("graph must return one logits tensor");
+    const torch::Tensor& logits = returned.toTensor();
+    const int vocab = generation_.vocab_size;
+    if (logits.scalar_type() != torch::kFloat32 || logits.dim() != 2 || logits.size(0) != batch_size ||
+        logits.size(1) != vocab) {
+      throw std::runtime_error(absl::StrCat("graph returned ", std::string(c10::toString(logits.scalar_type())), " ",
+                                            ShapeToString(logits.sizes().vec()), ", expected Float [", batch_size,
+                                            ", ", vocab, "] (vocab_size)"));
+    }
+    torch::Tensor cpu = logits.slice(0, 0, rows).to(torch::kCPU).contiguous();
+    Logits result{rows, vocab, {}};
+    result.values.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+    return result;
+  }
+
+  const ModelConfig& model_;
+  const GenerationOptions& generation_;
+  const InstanceGroup group_;
+  const int replica_;
+  const torch::Device device_;
+  const int scratch_slot_;
+  torch::Tensor k_cache_;
+  torch::Tensor v_cache_;
+  std::map<int64_t, torch::jit::Module> prefill_;                  // by prompt bucket
+  std::map<std::pair<int, int64_t>, torch::jit::Module> decode_;  // by (batch size, KV length)
+  std::vector<BucketLoadStats> stats_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateTorchGenerationBackend(const InstanceOptions& options) {
+  if (!options.model->generation) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
+  auto backend = std::make_unique<TorchGenerationBackend>(options, device);
+  SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
+  return backend;
+}
+
+}  // namespace sluice

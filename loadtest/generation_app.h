@@ -1,0 +1,37 @@
+// sluice-loadtest's generation pieces that need the model's files (the app layer, with Debian's SentencePiece
+// through server/llm's Tokenizer): real-text prompts as the model's token ids, and --verify for generation models.
+//
+// --verify reads <repository>/<model>/reference_generation.json (backend/compile/llama_export.py: greedy batch-1
+// eager decoding, EOS ignored; cases {prompt_ids, output_ids, top2_margins}) and sends each case as a greedy
+// request (temperature 0, the prompt as token ids, max_tokens = len(output_ids), ignore_eos). The OpenAI stream
+// carries text, not ids, so the reference ids are turned into the text each token adds with the model's own
+// tokenizer (server/llm's IncrementalDetokenizer, as the server does) and compared token by token with the
+// streamed text; usage.completion_tokens must equal len(output_ids). A mismatch names the first differing token and
+// the reference's top-2 logit margin there (a near tie can flip under batched arithmetic).
+// Thread-safety: the functions block their calling thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loadtest/infer_client.h"
+#include "loadtest/model_info.h"
+#include "loadtest/verify.h"
+
+namespace sluice::loadtest {
+
+// What the workload needs of a generation model (the OpenAI API says nothing of its inputs): prompt ids (INT32),
+// at most `max_prompt` (> 0) or 1024 long.
+absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& model, int64_t max_prompt);
+
+// The real-text corpus as token ids of `tokenizer_path`, else of <model_repository>/<model>/tokenizer.model when
+// that exists; empty (synthetic ids) when neither is given. An unreadable tokenizer given by path is an error.
+absl::StatusOr<std::vector<int32_t>> RealTextIds(const std::string& tokenizer_path,
+                                                 const std::string& model_repository, const std::string& model);
+
+absl::StatusOr<VerifyReport> VerifyGeneration(const InferClient::Options& client, const std::string& model,
+                                              const std::string& model_repository, double timeout_ms);
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,105 @@
+#include "loadtest/generation_plan.h"
+
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "loadtest/workload.h"
+
+namespace sluice::loadtest {
+
+absl::StatusOr<std::vector<std::string>> ReadPromptFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the prompt file ", path));
+  std::vector<std::string> prompts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    prompts.push_back(absl::StrReplaceAll(line, {{"\\n", "\n"}}));
+  }
+  if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat("the prompt file ", path, " has no prompts"));
+  return prompts;
+}
+
+absl::StatusOr<std::unique_ptr<GenerationPlan>> GenerationPlan::Create(const GenerationPlanOptions& options) {
+  std::unique_ptr<GenerationPlan> plan(new GenerationPlan());
+  plan->options_ = options;
+  absl::StatusOr<std::unique_ptr<LengthProfile>> output =
+      LengthProfile::Create(options.output_tokens, 0, options.max_output_tokens);
+  if (!output.ok()) return absl::InvalidArgumentError(absl::StrCat("--output-tokens: ", output.status().message()));
+  plan->output_ = *std::move(output);
+  if (!options.prompts_file.empty()) {
+    absl::StatusOr<std::vector<std::string>> prompts = ReadPromptFile(options.prompts_file);
+    if (!prompts.ok()) return prompts.status();
+    plan->prompts_ = *std::move(prompts);
+  } else if (options.chat) {
+    return absl::InvalidArgumentError("chat requests send text: give a prompt file");
+  }
+  return plan;
+}
+
+GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& synthetic_ids) const {
+  GenerationSpec spec;
+  spec.model = options_.model;
+  std::mt19937_64 rng(MixSeed(options_.seed ^ 0x6e6a, index));
+  spec.max_tokens = output_->Sample(rng);
+  spec.ignore_eos = options_.ignore_eos;
+  spec.temperature = options_.temperature;
+  spec.chat = options_.chat;
+  if (options_.per_request_seed) spec.seed = static_cast<int64_t>(MixSeed(options_.seed ^ 0x5eed, index) >> 1);
+  if (!prompts_.empty()) {
+    spec.prompt_text = prompts_[std::uniform_int_distribution<size_t>(0, prompts_.size() - 1)(rng)];
+  } else if (!options_.corpus_ids.empty()) {
+    const std::vector<int32_t>& corpus = options_.corpus_ids;
+    const size_t start = static_cast<size_t>(rng() % corpus.size());
+    spec.prompt_ids.reserve(synthetic_ids.size());
+    for (size_t i = 0; i < synthetic_ids.size(); ++i) spec.prompt_ids.push_back(corpus[(start + i) % corpus.size()]);
+  } else {
+    spec.prompt_ids = synthetic_ids;
+  }
+  return spec;
+}
+
+std::string GenerationPlan::PromptSource() const {
+  if (!prompts_.empty()) return absl::StrCat("text prompts from ", options_.prompts_file, " (", prompts_.size(), ")");
+  if (!options_.corpus_ids.empty()) {
+    return absl::StrCat("token-id arrays cut from real text tokenized by the model's tokenizer (",
+                        options_.corpus_ids.size(), " ids)");
+  }
+  return "token-id arrays of seeded synthetic ids in [1, --vocab)";
+}
+
+const char* RealTextCorpus() {
+  // Charles Darwin, On the Origin of Species (1859), chapter III and the closing paragraph; public domain.
+  return "Before entering on the subject of this chapter, I must make a few preliminary remarks, to show how the "
+         "struggle for existence bears on Natural Selection. It has been seen in the last chapter that amongst "
+         "organic beings in a state of nature there is some individual variability: indeed I am not aware that this "
+         "has ever been disputed. It is immaterial for us whether a multitude of doubtful forms be called species or "
+         "sub-species or varieties; what rank, for instance, the two or three hundred doubtful forms of British "
+         "plants are entitled to hold, if the existence of any well-marked varieties be admitted. But the mere "
+         "existence of individual variability and of some few well-marked varieties, though necessary as the "
+         "foundation for the work, helps us but little in understanding how species arise in nature. How have all "
+         "those exquisite adaptations of one part of the organisation to another part, and to the conditions of "
+         "life, and of one distinct organic being to another being, been perfected? We see these beautiful "
+         "co-adaptations most plainly in the woodpecker and missletoe; and only a little less plainly in the "
+         "humblest parasite which clings to the hairs of a quadruped or feathers of a bird; in the structure of the "
+         "beetle which dives through the water; in the plumed seed which is wafted by the gentlest breeze; in "
+         "short, we see beautiful adaptations everywhere and in every part of the organic world. "
+         "It is interesting to contemplate an entangled bank, clothed with many plants of many kinds, with birds "
+         "singing on the bushes, with various insects flitting about, and with worms crawling through the damp "
+         "earth, and to reflect that these elaborately constructed forms, so different from each other, and "
+         "dependent on each other in so complex a manner, have all been produced by laws acting around us. These "
+         "laws, taken in the highest sense, being Growth with Reproduction; Inheritance which is almost implied by "
+         "reproduction; Variability from the indirect and direct action of the external conditions of life, and "
+         "from use and disuse; a Ratio of Increase so high as to lead to a Struggle for Life, and as a consequence "
+         "to Natural Selection, entailing Divergence of Character and the Extinction of less-improved forms. Thus, "
+         "from the war of nature, from famine and death, the most exalted object which we are capable of "
+         "conceiving, namely, the production of the higher animals, directly follows. There is grandeur in this "
+         "view of life, with its several powers, having been originally breathed into a few forms or into one; and "
+         "that, whilst this planet has gone cycling on according to the fixed law of gravity, from so simple a "
+         "beginning endless forms most beautiful and most wonderful have been, and are being, evolved.";
+}
+
+}  // namespace sluice::loadtest

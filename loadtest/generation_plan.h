@@ -1,0 +1,63 @@
+// What generation request i of a run asks for — its prompt and its max_tokens — as a pure function of (seed, i),
+// like the tensor workload (workload.h). Prompt lengths are drawn by the workload's length profile (the runner
+// records them); this plan turns a drawn length into token ids: a window of that many ids of real text (a corpus
+// the caller tokenized with the model's own tokenizer), or, without one, the workload's seeded synthetic ids.
+// Or prompts come from a file (one text prompt per line), sent as text. Output lengths come from their own
+// profile (fixed, uniform, lognormal, file) and are sent as max_tokens, with ignore_eos so that every request
+// generates exactly that many tokens (comparable runs).
+// Thread-safety: immutable after Create(); Make() may be called from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loadtest/length_profile.h"
+#include "loadtest/openai_stream.h"
+
+namespace sluice::loadtest {
+
+struct GenerationPlanOptions {
+  std::string model;
+  std::string output_tokens = "fixed:128";  // LengthProfile spec of max_tokens
+  int64_t max_output_tokens = 4096;         // draws are clipped to this
+  std::string prompts_file;                 // text prompts, one per line ('\n' in a prompt written as \n)
+  std::vector<int32_t> corpus_ids;          // real text as token ids; empty: keep the drawn synthetic ids
+  bool ignore_eos = true;
+  std::optional<double> temperature;
+  bool per_request_seed = false;  // send seed = a hash of (seed, i) (sampled runs repeatable request by request)
+  bool chat = false;              // /v1/chat/completions (text prompts from a file only)
+  uint64_t seed = 1;
+};
+
+class GenerationPlan {
+ public:
+  static absl::StatusOr<std::unique_ptr<GenerationPlan>> Create(const GenerationPlanOptions& options);
+
+  // Request `index` whose drawn prompt is `synthetic_ids` (its length is the drawn prompt length).
+  GenerationSpec Make(uint64_t index, const std::vector<int32_t>& synthetic_ids) const;
+  // How prompts are made, for the report.
+  std::string PromptSource() const;
+  size_t prompt_count() const { return prompts_.size(); }
+
+  GenerationPlan(const GenerationPlan&) = delete;
+  GenerationPlan& operator=(const GenerationPlan&) = delete;
+
+ private:
+  GenerationPlan() = default;
+
+  GenerationPlanOptions options_;
+  std::unique_ptr<LengthProfile> output_;
+  std::vector<std::string> prompts_;
+};
+
+// Reads a prompt file: one prompt per line, blank lines skipped, the two characters \n read as a line break.
+absl::StatusOr<std::vector<std::string>> ReadPromptFile(const std::string& path);
+
+// A few paragraphs of public-domain English prose (for real-text prompts: tokenize it with the model's tokenizer).
+const char* RealTextCorpus();
+
+}  // namespace sluice::loadtest

@@ -1,0 +1,510 @@
+#include "scheduler/continuous_batcher.h"
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "scheduler/generation_shapes.h"
+#include "scheduler/sampler.h"
+#include "scheduler/sync.h"
+
+namespace sluice {
+namespace {
+
+// One accepted request. Waiting, it belongs to the batcher's queue (under mu_); once admitted, to the engine
+// thread of its instance, which alone touches it until it is answered.
+struct Sequence {
+  SequenceId id = 0;
+  GenerationRequest request;
+  absl::Time enqueued;
+  std::mt19937_64 rng;     // seeded at Enqueue: the request's seed or a draw from the engine's generator
+  int slot = -1;           // >= 0 while it holds a KV-cache slot
+  bool admitted = false;
+  int generated = 0;       // tokens delivered through on_token
+  int32_t last_token = 0;  // the newest token: the next decode step feeds it
+  absl::Duration queue_time;
+
+  int64_t prompt_length() const { return static_cast<int64_t>(request.prompt.size()); }
+  // The prompt occupies positions [0, n); generated token i is fed at position n + i.
+  int64_t next_position() const { return prompt_length() + generated - 1; }
+};
+using SequencePtr = std::unique_ptr<Sequence>;
+
+// A sequence that is done, and how.
+struct Outcome {
+  SequencePtr sequence;
+  FinishReason reason = FinishReason::kStop;
+  absl::Status status;
+};
+
+// An instance's free KV-cache slots; the lowest free one first, so that slot choice is deterministic.
+class SlotPool {
+ public:
+  explicit SlotPool(int slots) {
+    for (int s = 0; s < slots; ++s) free_.insert(s);
+  }
+  bool empty() const { return free_.empty(); }
+  int Take() {
+    const int slot = *free_.begin();
+    free_.erase(free_.begin());
+    return slot;
+  }
+  void Give(int slot) { free_.insert(slot); }
+
+ private:
+  std::set<int> free_;
+};
+
+// One backend instance and its engine thread. `running`, `slots` and `sampler` belong to that thread alone (no
+// other thread reads them), whether or not it holds mu_ at the time.
+struct Instance {
+  Instance(GenerationBackend* b, int i, int num_slots) : backend(b), index(i), slots(num_slots) {}
+  GenerationBackend* const backend;
+  const int index;
+  std::thread thread;
+  std::vector<SequencePtr> running;  // prefilled, holding a slot, with a token to feed
+  SlotPool slots;
+  Sampler sampler;
+};
+
+bool IsDeviceGone(const absl::Status& status) { return status.code() == absl::StatusCode::kUnavailable; }
+
+}  // namespace
+
+class ContinuousBatcher::Impl {
+ public:
+  explicit Impl(const ContinuousBatcherOptions& options)
+      : model_(*options.model),
+        gen_(*options.model->generation),
+        clock_(*options.clock),
+        observer_(options.observer),
+        max_running_(MaxRunningPerInstance(gen_)) {
+    for (GenerationBackend* backend : options.instances) {
+      instances_.push_back(
+          std::make_unique<Instance>(backend, static_cast<int>(instances_.size()), gen_.kv_cache.slots));
+    }
+    {
+      MutexLock lock(&mu_);
+      engine_rng_.seed(options.seed);
+      in_rotation_ = static_cast<int>(instances_.size());
+    }
+    for (auto& instance : instances_) {
+      instance->thread = std::thread([this, in = instance.get()] { EngineLoop(*in); });
+    }
+  }
+
+  ~Impl() { Stop(); }
+
+  absl::StatusOr<SequenceId> Enqueue(GenerationRequest request) {
+    if (absl::Status valid = CheckGenerationRequest(gen_, request); !valid.ok()) return valid;
+    const absl::Time now = clock_.Now();
+    if (request.deadline <= now) return absl::DeadlineExceededError("the request's deadline passed before it queued");
+    auto sequence = std::make_unique<Sequence>();
+    sequence->enqueued = now;
+    MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
+    if (in_rotation_ == 0) return NoInstanceLeft();
+    if (static_cast<int>(waiting_.size()) >= gen_.max_queue_size) {
+      return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, " queue is full (max_queue_size ",
+                                                       gen_.max_queue_size, ")"));
+    }
+    const SequenceId id = sequence->id = next_id_++;
+    sequence->rng.seed(request.sampling.seed.has_value() ? *request.sampling.seed : engine_rng_());
+    sequence->request = std::move(request);
+    waiting_.push_back(std::move(sequence));
+    ++in_flight_;
+    work_cv_.SignalAll();
+    return id;
+  }
+
+  void Cancel(SequenceId id) {
+    std::vector<Outcome> removed;
+    {
+      MutexLock lock(&mu_);
+      auto it = std::find_if(waiting_.begin(), waiting_.end(), [id](const SequencePtr& s) { return s->id == id; });
+      if (it != waiting_.end()) {
+        removed.push_back({std::move(*it), FinishReason::kCancelled,
+                           absl::CancelledError("the sequence was cancelled while waiting")});
+        waiting_.erase(it);
+      } else if (running_on_.contains(id)) {
+        cancelled_.insert(id);  // its engine thread finishes it at the start of its next iteration
+        work_cv_.SignalAll();
+      }
+    }
+    Finish(nullptr, removed);
+  }
+
+  void Stop() { std::call_once(stop_once_, [this] { StopOnce(); }); }
+
+  int Waiting() const {
+    MutexLock lock(&mu_);
+    return static_cast<int>(waiting_.size());
+  }
+  int Running() const {
+    MutexLock lock(&mu_);
+    return running_;
+  }
+  int InstancesInRotation() const {
+    MutexLock lock(&mu_);
+    return in_rotation_;
+  }
+  int TotalSlots() const { return max_running_ * static_cast<int>(instances_.size()); }
+  const ModelConfig& model() const { return model_; }
+
+ private:
+  void StopOnce() {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      work_cv_.SignalAll();
+      while (in_flight_ > 0) idle_cv_.Wait(&mu_);
+      shutdown_ = true;
+      work_cv_.SignalAll();
+    }
+    for (auto& instance : instances_) instance->thread.join();
+  }
+
+  // One engine thread: iterations until shutdown, or until its device is gone.
+  void EngineLoop(Instance& in) {
+    while (true) {
+      std::vector<Outcome> ended;
+      std::vector<SequencePtr> admitted;
+      {
+        MutexLock lock(&mu_);
+        while (true) {
+          const absl::Time now = clock_.Now();
+          TakeExpiredWaitingLocked(now, ended);
+          TakeEndedRunningLocked(in, now, ended);
+          if (shutdown_ && ended.empty()) return;  // shutdown_ follows in_flight_ == 0: nothing is left
+          admitted = AdmitLocked(in);
+          if (!ended.empty() || !admitted.empty() || !in.running.empty()) break;
+          // A call-out under mu_, by design: the clock only reads time and waits on our condition variable.
+          clock_.WaitUntil(work_cv_, mu_, EarliestWaitingDeadlineLocked());
+        }
+      }
+      Finish(&in, ended);
+      if (!RunPrefills(in, admitted) || !RunDecodeStep(in)) {
+        TakeOutOfRotation(in);
+        return;
+      }
+    }
+  }
+
+  // Step 1 for the queue: waiting sequences whose deadline passed (any engine thread may answer them).
+  void TakeExpiredWaitingLocked(absl::Time now, std::vector<Outcome>& ended) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if ((*it)->request.deadline > now) {
+        ++it;
+        continue;
+      }
+      ended.push_back({std::move(*it), FinishReason::kDeadline,
+                       absl::DeadlineExceededError("the request's deadline passed while it waited")});
+      it = waiting_.erase(it);
+    }
+  }
+
+  // Step 1 for this instance: cancelled or expired running sequences leave, their slots free at once.
+  void TakeEndedRunningLocked(Instance& in, absl::Time now, std::vector<Outcome>& ended)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto keep = in.running.begin();
+    for (SequencePtr& seq : in.running) {
+      if (cancelled_.contains(seq->id)) {
+        ReleaseSlotLocked(in, *seq);
+        ended.push_back({std::move(seq), FinishReason::kCancelled, absl::CancelledError("the sequence was cancelled")});
+      } else if (seq->request.deadline <= now) {
+        ReleaseSlotLocked(in, *seq);
+        ended.push_back({std::move(seq), FinishReason::kDeadline,
+                         absl::DeadlineExceededError("the request's deadline passed while generating")});
+      } else {
+        *keep++ = std::move(seq);
+      }
+    }
+    in.running.erase(keep, in.running.end());
+  }
+
+  // Step 2: oldest first into free slots while the prompt tokens stay within the budget (the first always fits).
+  std::vector<SequencePtr> AdmitLocked(Instance& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<SequencePtr> admitted;
+    int64_t tokens = 0;
+    while (!waiting_.empty() && !in.slots.empty() &&
+           static_cast<int>(in.running.size() + admitted.size()) < max_running_) {
+      const int64_t prompt = waiting_.front()->prompt_length();
+      if (!admitted.empty() && tokens + prompt > gen_.prefill_token_budget) break;
+      SequencePtr seq = std::move(waiting_.front());
+      waiting_.pop_front();
+      tokens += prompt;
+      seq->slot = in.slots.Take();
+      seq->admitted = true;
+      running_on_[seq->id] = in.index;
+      ++running_;
+      admitted.push_back(std::move(seq));
+    }
+    return admitted;
+  }
+
+  absl::Time EarliestWaitingDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::Time earliest = absl::InfiniteFuture();
+    for (const SequencePtr& seq : waiting_) earliest = std::min(earliest, seq->request.deadline);
+    return earliest;
+  }
+
+  void ReleaseSlotLocked(Instance& in, Sequence& seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    in.slots.Give(seq.slot);
+    seq.slot = -1;
+    --running_;
+    running_on_.erase(seq.id);
+    cancelled_.erase(seq.id);
+  }
+
+  // Step 2's graphs: one prefill per admitted sequence, its first token sampled and delivered. False when the
+  // device is gone (the rest of `admitted` then joins in.running, to be failed with it).
+  bool RunPrefills(Instance& in, std::vector<SequencePtr>& admitted) {
+    for (size_t i = 0; i < admitted.size(); ++i) {
+      Sequence& seq = *admitted[i];
+      PrefillInput input{PrefillBucketFor(gen_, seq.prompt_length()), seq.slot, seq.request.prompt};
+      const absl::Time start = clock_.Now();
+      seq.queue_time = start - seq.enqueued;
+      absl::StatusOr<Logits> logits = CallBackend(in, true, 1, input.bucket_length, 1,
+                                                  [&] { return in.backend->Prefill(input); });
+      const absl::Time end = clock_.Now();
+      Report({in.index, true, 1, 1, input.bucket_length, seq.prompt_length(), end - start, logits.ok()});
+      std::vector<Outcome> ended;
+      if (!logits.ok()) {
+        const bool gone = IsDeviceGone(logits.status());
+        ended.push_back({std::move(admitted[i]), FinishReason::kError, logits.status()});
+        Finish(&in, ended);
+        if (gone) {
+          for (size_t j = i + 1; j < admitted.size(); ++j) in.running.push_back(std::move(admitted[j]));
+          return false;
+        }
+        continue;
+      }
+      if (std::optional<FinishReason> reason = Deliver(in, seq, logits->row(0), end)) {
+        ended.push_back({std::move(admitted[i]), *reason, absl::OkStatus()});
+        Finish(&in, ended);
+      } else {
+        in.running.push_back(std::move(admitted[i]));
+      }
+    }
+    return true;
+  }
+
+  // Step 3: one decode step over every running sequence, in chunks of the largest batch bucket. A failed call
+  // fails its own rows only. False when the device is gone (unprocessed rows stay in in.running).
+  bool RunDecodeStep(Instance& in) {
+    const size_t rows_total = in.running.size();
+    std::vector<std::optional<Outcome>> verdicts(rows_total);
+    bool gone = false;
+    for (size_t begin = 0; begin < rows_total && !gone; begin += gen_.max_decode_batch()) {
+      const size_t end = std::min(rows_total, begin + static_cast<size_t>(gen_.max_decode_batch()));
+      DecodeInput input;
+      int64_t max_position = 0;
+      for (size_t r = begin; r < end; ++r) {
+        const Sequence& seq = *in.running[r];
+        input.rows.push_back({seq.last_token, seq.next_position(), seq.slot});
+        max_position = std::max(max_position, seq.next_position());
+      }
+      const int rows = static_cast<int>(end - begin);
+      input.batch_size = DecodeBatchFor(gen_, rows);
+      input.kv_length = KvLengthFor(gen_, max_position);
+      const absl::Time start = clock_.Now();
+      absl::StatusOr<Logits> logits = CallBackend(in, false, input.batch_size, input.kv_length, rows,
+                                                  [&] { return in.backend->Decode(input); });
+      const absl::Time produced = clock_.Now();
+      Report({in.index, false, input.batch_size, rows, input.kv_length, rows, produced - start, logits.ok()});
+      gone = !logits.ok() && IsDeviceGone(logits.status());
+      for (size_t r = begin; r < end; ++r) {
+        Sequence& seq = *in.running[r];
+        if (!logits.ok()) {
+          verdicts[r] = Outcome{nullptr, FinishReason::kError, logits.status()};
+        } else if (std::optional<FinishReason> reason = Deliver(in, seq, logits->row(r - begin), produced)) {
+          verdicts[r] = Outcome{nullptr, *reason, absl::OkStatus()};
+        }
+      }
+    }
+    std::vector<Outcome> ended;
+    auto keep = in.running.begin();
+    for (size_t r = 0; r < rows_total; ++r) {
+      if (verdicts[r]) {
+        verdicts[r]->sequence = std::move(in.running[r]);
+        ended.push_back(std::move(*verdicts[r]));
+      } else {
+        *keep++ = std::move(in.running[r]);
+      }
+    }
+    in.running.erase(keep, in.running.end());
+    Finish(&in, ended);
+    return !gone;
+  }
+
+  // Samples one token, delivers it, and says whether the sequence is done.
+  std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, const float* row, absl::Time produced) {
+    const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
+    const int index = seq.generated++;
+    seq.last_token = token;
+    const bool go_on = !seq.request.on_token || seq.request.on_token(GeneratedToken{token, index, produced});
+    const std::vector<int32_t>& stop = seq.request.stop_token_ids;
+    if (token == gen_.eos_token_id && !seq.request.ignore_eos) return FinishReason::kStop;
+    if (std::find(stop.begin(), stop.end(), token) != stop.end()) return FinishReason::kStop;
+    if (!go_on) return FinishReason::kStop;
+    if (seq.generated >= seq.request.max_tokens) return FinishReason::kLength;
+    if (seq.next_position() >= gen_.kv_lengths.back()) return FinishReason::kLength;  // the context is full
+    return std::nullopt;
+  }
+
+  // The backend call, with whatever goes wrong kept to this step: an exception or logits of the wrong shape
+  // become Internal, and every error names the model, the graph and the instance (the backend's message follows).
+  template <typename Call>
+  absl::StatusOr<Logits> CallBackend(const Instance& in, bool prefill, int batch_size, int64_t length, int rows,
+                                     Call call) {
+    absl::StatusOr<Logits> result = absl::InternalError("not run");
+    try {
+      result = call();
+    } catch (const std::exception& e) {
+      result = absl::InternalError(absl::StrCat("the backend threw: ", e.what()));
+    } catch (...) {
+      result = absl::InternalError("the backend threw a non-standard exception");
+    }
+    if (result.ok() && (result->rows != rows || result->vocab != gen_.vocab_size ||
+                        result->values.size() != static_cast<size_t>(rows) * gen_.vocab_size)) {
+      result = absl::InternalError(absl::StrCat("the backend returned ", result->rows, " x ", result->vocab,
+                                                " logits (", result->values.size(), " values), expected ", rows,
+                                                " x ", gen_.vocab_size));
+    }
+    if (result.ok()) return result;
+    const std::string graph = prefill ? absl::StrCat("prefill (length ", length, ")")
+                                      : absl::StrCat("decode (batch ", batch_size, ", KV length ", length, ")");
+    return absl::Status(result.status().code(),
+                        absl::StrCat("model ", model_.name, ", ", graph, ", instance ", in.index, " (",
+                                     in.backend->Describe(), "): ", result.status().message()));
+  }
+
+  // The device is gone: fail what this instance holds, and with no instance left, everything waiting.
+  void TakeOutOfRotation(Instance& in) {
+    const absl::Status gone = absl::UnavailableError(
+        absl::StrCat("model ", model_.name, ", instance ", in.index, " (", in.backend->Describe(),
+                     ") is out of service: its device failed"));
+    std::vector<Outcome> ended;
+    for (SequencePtr& seq : in.running) ended.push_back({std::move(seq), FinishReason::kError, gone});
+    in.running.clear();
+    std::vector<Outcome> stranded;
+    {
+      MutexLock lock(&mu_);
+      --in_rotation_;
+      if (in_rotation_ == 0) {
+        for (SequencePtr& seq : waiting_) stranded.push_back({std::move(seq), FinishReason::kError, NoInstanceLeft()});
+        waiting_.clear();
+      }
+      work_cv_.SignalAll();
+    }
+    Finish(&in, ended);
+    Finish(nullptr, stranded);
+  }
+
+  // Frees the slots still held, then answers each sequence (no lock held) and counts it out of in_flight_.
+  // `in` may be null when no sequence holds a slot.
+  void Finish(Instance* in, std::vector<Outcome>& ended) {
+    if (ended.empty()) return;
+    {
+      MutexLock lock(&mu_);
+      for (Outcome& o : ended) {
+        if (o.sequence->slot >= 0) ReleaseSlotLocked(*in, *o.sequence);
+      }
+    }
+    const absl::Time now = clock_.Now();
+    for (Outcome& o : ended) {
+      Sequence& seq = *o.sequence;
+      GenerationResult result;
+      result.status = o.status;
+      result.finish = o.reason;
+      result.prompt_tokens = static_cast<int>(seq.prompt_length());
+      result.output_tokens = seq.generated;
+      result.queue_time = seq.admitted ? seq.queue_time : now - seq.enqueued;
+      seq.request.on_done(std::move(result));
+    }
+    MutexLock lock(&mu_);
+    in_flight_ -= static_cast<int64_t>(ended.size());
+    idle_cv_.SignalAll();
+  }
+
+  void Report(const GenerationStepReport& report) {
+    if (observer_) observer_(report);
+  }
+
+  absl::Status NoInstanceLeft() const {
+    return absl::UnavailableError(
+        absl::StrCat("model ", model_.name, " has no instance left in rotation (every instance's device failed)"));
+  }
+
+  const ModelConfig& model_;
+  const GenerationOptions& gen_;
+  const Clock& clock_;
+  const GenerationStepObserver observer_;
+  const int max_running_;  // per instance
+
+  mutable Mutex mu_;
+  CondVar work_cv_;  // new, cancelled, stopping, an instance out
+  CondVar idle_cv_;  // in_flight_ decreased
+  std::deque<SequencePtr> waiting_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<SequenceId, int> running_on_ ABSL_GUARDED_BY(mu_);  // admitted sequence -> instance
+  absl::flat_hash_set<SequenceId> cancelled_ ABSL_GUARDED_BY(mu_);        // admitted ones Cancel() asked to end
+  std::mt19937_64 engine_rng_ ABSL_GUARDED_BY(mu_);
+  SequenceId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_rotation_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // accepted, not yet answered
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::once_flag stop_once_;
+
+  std::vector<std::unique_ptr<Instance>> instances_;  // fixed after construction
+};
+
+absl::StatusOr<std::unique_ptr<ContinuousBatcher>> ContinuousBatcher::Create(const ContinuousBatcherOptions& options) {
+  if (options.model == nullptr) return absl::InvalidArgumentError("ContinuousBatcherOptions.model is null");
+  const ModelConfig& model = *options.model;
+  if (!model.generation) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " has no generation: section"));
+  }
+  if (options.instances.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " has no instances"));
+  }
+  for (GenerationBackend* backend : options.instances) {
+    if (backend == nullptr) return absl::InvalidArgumentError(absl::StrCat("model ", model.name, ": a null instance"));
+  }
+  if (options.clock == nullptr) return absl::InvalidArgumentError("ContinuousBatcherOptions.clock is null");
+  const GenerationOptions& gen = *model.generation;
+  if (gen.prefill_lengths.empty() || gen.decode_batch_sizes.empty() || gen.kv_lengths.empty() ||
+      gen.vocab_size < 1 || MaxRunningPerInstance(gen) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", model.name, ": generation needs prefill_lengths, decode_batch_sizes, kv_lengths, vocab_size >= 1 ",
+        "and max_num_seqs, kv_cache.slots >= 1"));
+  }
+  return std::unique_ptr<ContinuousBatcher>(new ContinuousBatcher(std::make_unique<Impl>(options)));
+}
+
+ContinuousBatcher::ContinuousBatcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ContinuousBatcher::~ContinuousBatcher() { Stop(); }
+
+absl::StatusOr<SequenceId> ContinuousBatcher::Enqueue(GenerationRequest request) {
+  return impl_->Enqueue(std::move(request));
+}
+void ContinuousBatcher::Cancel(SequenceId id) { impl_->Cancel(id); }
+void ContinuousBatcher::Stop() { impl_->Stop(); }
+int ContinuousBatcher::Waiting() const { return impl_->Waiting(); }
+int ContinuousBatcher::Running() const { return impl_->Running(); }
+int ContinuousBatcher::SlotsInUse() const { return impl_->Running(); }
+int ContinuousBatcher::TotalSlots() const { return impl_->TotalSlots(); }
+int ContinuousBatcher::InstancesInRotation() const { return impl_->InstancesInRotation(); }
+const ModelConfig& ContinuousBatcher::model() const { return impl_->model(); }
+
+}  // namespace sluice

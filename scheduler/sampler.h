@@ -1,0 +1,35 @@
+// The generation engine's token sampler: picks the next token id from one row of logits under a request's
+// SamplingParams (scheduler/generation_request.h).
+//   temperature 0: greedy, the argmax (ties go to the lowest id); the generator is not touched.
+//   otherwise: logits / temperature, keep the top_k highest (0: all), then the smallest prefix of those (by
+//   descending probability, ties by ascending id) whose probability reaches top_p (1: all), and draw one with
+//   the sequence's own generator. The draw uses 53 bits of one 64-bit output (no std distribution, whose
+//   algorithm is the library's choice), so a seed gives the same tokens on every build.
+// NaN logits count as -infinity. A row whose every logit is -infinity or NaN yields the lowest id among them (0).
+// Thread-safety: a Sampler holds scratch space; use one per thread (each engine thread owns one).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "scheduler/generation_request.h"
+
+namespace sluice {
+
+class Sampler {
+ public:
+  // REQUIRES: !logits.empty(); params validated (temperature >= 0 and finite, top_p in (0, 1], top_k >= 0).
+  int32_t Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
+
+  // The argmax of `logits`, lowest id on ties, NaN ignored.
+  static int32_t Greedy(absl::Span<const float> logits);
+
+ private:
+  std::vector<std::pair<float, int32_t>> candidates_;  // (scaled logit, id), reused between calls
+  std::vector<double> weights_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,305 @@
+// GenerationModel, in process: the one generation request path (prompt building, limits, stop strings,
+// detokenized deltas, client gone, draining) over the real ContinuousBatcher and the sim generation device,
+// whose tokens are known in advance (SimNextToken), with the example model's real SentencePiece tokenizer.
+#include "server/llm/generation_model.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "backend/sim_generation_backend.h"
+#include "gtest/gtest.h"
+#include "server/served_model.h"
+#include "server/server_metrics.h"
+
+namespace sluice {
+namespace {
+
+constexpr int kVocab = 2000;
+
+ModelConfig SimGenerationConfig() {
+  ModelConfig config;
+  config.name = "tiny_sim";
+  config.kind = ModelKind::kGeneration;
+  GenerationOptions g;
+  g.tokenizer_path = std::string(SLUICE_MODELS_DIR) + "/llama_tiny/tokenizer.model";
+  g.vocab_size = kVocab;
+  g.context_length = 256;
+  g.kv_cache = {4, 1, 1, 8};
+  g.prefill_lengths = {16, 64, 128};
+  g.decode_batch_sizes = {1, 2, 4};
+  g.kv_lengths = {128, 256};
+  g.bos_token_id = 1;
+  g.eos_token_id = 2;
+  g.max_num_seqs = 4;
+  g.prefill_token_budget = 128;
+  g.max_queue_size = 8;
+  g.default_max_tokens = 12;
+  config.generation = g;
+  config.sim = SimCostModel{};
+  InstanceGroup group;
+  group.device = DeviceKind::kSim;
+  config.instances = {group};
+  return config;
+}
+
+// Records what a call delivered; Wait() returns once OnDone ran.
+class RecordingSink : public GenerationSink {
+ public:
+  explicit RecordingSink(int accept_deltas = 1 << 30) : accept_deltas_(accept_deltas) {}
+  bool OnDelta(const GenerationDelta& delta) override {
+    text += delta.text;
+    ids.insert(ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+    ++deltas;
+    return deltas <= accept_deltas_;
+  }
+  void OnDone(const GenerationSummary& s) override {
+    summary = s;
+    ++done_calls;
+    done.Notify();
+  }
+  void Wait() { ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20))); }
+
+  std::string text;
+  std::vector<int32_t> ids;
+  int deltas = 0;
+  int done_calls = 0;
+  GenerationSummary summary;
+  absl::Notification done;
+
+ private:
+  const int accept_deltas_;
+};
+
+class GenerationModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = SimGenerationConfig();
+    InstanceOptions instance{&config_, config_.instances.front(), 0, 1};
+    auto backend = CreateSimGenerationBackend(instance);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    state_.SetReady();
+    metrics_ = std::make_unique<ServerMetrics>(absl::Now(), std::nullopt);
+    GenerationModelOptions options;
+    options.config = &config_;
+    options.instances = {backend_.get()};
+    options.state = &state_;
+    options.metrics = metrics_.get();
+    auto model = GenerationModel::Create(options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+  }
+
+  // What the sim device generates greedily after `prompt` (ids), `count` tokens.
+  static std::vector<int32_t> Expected(std::vector<int32_t> prompt, int count) {
+    std::vector<int32_t> out;
+    for (int i = 0; i < count; ++i) {
+      const int32_t next = SimNextToken(prompt, kVocab);
+      out.push_back(next);
+      prompt.push_back(next);
+    }
+    return out;
+  }
+
+  std::vector<int32_t> WithBos(const std::string& text) const {
+    std::vector<int32_t> ids = {1};
+    const std::vector<int32_t> encoded = model_->tokenizer().Encode(text);
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+    return ids;
+  }
+
+  ModelConfig config_;
+  std::unique_ptr<GenerationBackend> backend_;
+  ServingState state_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<GenerationModel> model_;
+};
+
+TEST_F(GenerationModelTest, CompletionStreamsTheTokensTheDeviceProduces) {
+  GenerationCall call;
+  call.prompt = "This program is free software";
+  call.max_tokens = 20;
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  const std::vector<int32_t> expected = Expected(WithBos(*call.prompt), 20);
+  EXPECT_EQ(sink->ids, expected);
+  EXPECT_EQ(sink->text, model_->tokenizer().Decode(expected));
+  EXPECT_TRUE(sink->summary.status.ok()) << sink->summary.status;
+  EXPECT_EQ(sink->summary.finish, FinishReason::kLength);
+  EXPECT_EQ(sink->summary.prompt_tokens, static_cast<int>(WithBos(*call.prompt).size()));
+  EXPECT_EQ(sink->summary.completion_tokens, 20);
+  EXPECT_EQ(sink->done_calls, 1);
+}
+
+TEST_F(GenerationModelTest, ChatMessagesGoThroughTheTemplate) {
+  GenerationCall call;
+  call.messages = std::vector<ChatMessage>{{"system", "Be brief."}, {"user", "Hello"}};
+  call.max_tokens = 3;
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  const ChatTemplate& chat = config_.generation->chat_template;
+  const std::string rendered =
+      chat.system + "Be brief." + chat.separator + chat.user + "Hello" + chat.separator + chat.assistant;
+  EXPECT_EQ(sink->ids, Expected(WithBos(rendered), 3));
+  EXPECT_EQ(sink->summary.prompt_tokens, static_cast<int>(WithBos(rendered).size()));
+}
+
+TEST_F(GenerationModelTest, DefaultMaxTokensComesFromTheConfig) {
+  GenerationCall call;
+  call.prompt_ids = std::vector<int32_t>{1, 50, 60};
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->summary.completion_tokens, config_.generation->default_max_tokens);
+  EXPECT_EQ(sink->ids, Expected({1, 50, 60}, config_.generation->default_max_tokens));
+}
+
+TEST_F(GenerationModelTest, StopStringCutsTheOutputAndFinishesEarly) {
+  // Find the full text first, then stop on a piece of its middle.
+  GenerationCall call;
+  call.prompt_ids = std::vector<int32_t>{1, 300, 301, 302};
+  call.max_tokens = 30;
+  call.ignore_eos = true;
+  auto full = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, full).ok());
+  full->Wait();
+  ASSERT_GE(full->text.size(), 12u) << "the sim's tokens decode to too little text to pick a stop string";
+  const size_t cut = full->text.size() / 2;
+  const std::string stop = full->text.substr(cut, 3);
+  const size_t first = full->text.find(stop);
+
+  call.stop = {stop};
+  auto stopped = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, stopped).ok());
+  stopped->Wait();
+  EXPECT_EQ(stopped->text, full->text.substr(0, first));
+  EXPECT_EQ(stopped->summary.finish, FinishReason::kStop);
+  EXPECT_TRUE(stopped->summary.status.ok());
+  EXPECT_LT(stopped->summary.completion_tokens, 30);
+}
+
+TEST_F(GenerationModelTest, EchoPutsThePromptFirst) {
+  GenerationCall call;
+  call.prompt = "Copyright";
+  call.echo = true;
+  call.max_tokens = 4;
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->text, "Copyright" + model_->tokenizer().Decode(Expected(WithBos("Copyright"), 4)));
+}
+
+TEST_F(GenerationModelTest, AGoneClientCancelsItsSequenceAndFreesTheSlot) {
+  GenerationCall call;
+  call.prompt_ids = std::vector<int32_t>{1, 7};
+  call.max_tokens = 100;
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>(/*accept_deltas=*/2);
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->summary.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(sink->summary.finish, FinishReason::kCancelled);
+  EXPECT_EQ(sink->deltas, 3);  // the third delta was refused; none after it
+  EXPECT_EQ(model_->engine().Running(), 0);
+}
+
+TEST_F(GenerationModelTest, RefusalsNameWhatIsWrong) {
+  struct Case {
+    std::string what;
+    GenerationCall call;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"no input", GenerationCall{}, "no prompt"});
+  {
+    GenerationCall c;
+    c.prompt = "a";
+    c.prompt_ids = std::vector<int32_t>{1};
+    cases.push_back({"two inputs", c, "exactly one"});
+  }
+  {
+    GenerationCall c;
+    c.messages = std::vector<ChatMessage>{{"wizard", "hi"}};
+    cases.push_back({"unknown role", c, "'wizard'"});
+  }
+  {
+    GenerationCall c;
+    c.prompt_ids = std::vector<int32_t>(129, 5);
+    cases.push_back({"prompt over the largest bucket", c, "at most 128"});
+  }
+  {
+    GenerationCall c;
+    c.prompt_ids = std::vector<int32_t>(100, 5);
+    c.max_tokens = 157;
+    cases.push_back({"prompt + max_tokens over the context", c, "context of 256"});
+  }
+  {
+    GenerationCall c;
+    c.prompt = "a";
+    c.max_tokens = 0;
+    cases.push_back({"max_tokens 0", c, "at least 1"});
+  }
+  {
+    GenerationCall c;
+    c.prompt = "a";
+    c.stop = {"1", "2", "3", "4", "5"};
+    cases.push_back({"five stop strings", c, "at most 4"});
+  }
+  {
+    GenerationCall c;
+    c.prompt_ids = std::vector<int32_t>{1, kVocab};
+    cases.push_back({"token id out of range", c, std::to_string(kVocab)});
+  }
+  for (const Case& c : cases) {
+    auto sink = std::make_shared<RecordingSink>();
+    absl::StatusOr<GenerationHandle> handle = model_->Generate(c.call, sink);
+    ASSERT_FALSE(handle.ok()) << c.what;
+    EXPECT_EQ(handle.status().code(), absl::StatusCode::kInvalidArgument) << c.what << ": " << handle.status();
+    EXPECT_NE(handle.status().message().find(c.message), std::string::npos) << c.what << ": " << handle.status();
+    EXPECT_EQ(sink->done_calls, 0) << c.what;
+  }
+  const std::string metrics = metrics_->Render(absl::Now());
+  EXPECT_NE(metrics.find("sluice_generation_requests_total{model=\"tiny_sim\",outcome=\"invalid\"} " +
+                         std::to_string(cases.size())),
+            std::string::npos);
+}
+
+TEST_F(GenerationModelTest, DrainingRefusesNewCallsAsUnavailable) {
+  state_.BeginDrain();
+  GenerationCall call;
+  call.prompt = "a";
+  auto sink = std::make_shared<RecordingSink>();
+  absl::StatusOr<GenerationHandle> handle = model_->Generate(call, sink);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(model_->ready());
+}
+
+TEST_F(GenerationModelTest, MetricsCountTokensAndLatencies) {
+  GenerationCall call;
+  call.prompt_ids = std::vector<int32_t>{1, 9, 10};
+  call.max_tokens = 5;
+  call.ignore_eos = true;
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  sink->Wait();
+  const std::string metrics = metrics_->Render(absl::Now());
+  EXPECT_NE(metrics.find("sluice_generation_prompt_tokens_total{model=\"tiny_sim\"} 3"), std::string::npos);
+  EXPECT_NE(metrics.find("sluice_generation_output_tokens_total{model=\"tiny_sim\"} 5"), std::string::npos);
+  EXPECT_NE(metrics.find("sluice_generation_time_to_first_token_seconds_count{model=\"tiny_sim\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("sluice_generation_inter_token_latency_seconds_count{model=\"tiny_sim\"} 4"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("sluice_generation_kv_slots{model=\"tiny_sim\"} 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""asr_digits: the exported per-bucket graphs reproduce the trained model, and its held-out WER. CTest runs
+  asr_digits_check.py COMPILE_DIR MODELS_DIR HELDOUT_DIR --max-wer W --max-shifted-wer S
+
+1. Every held-out WAV (asr_digits_heldout.py: voices, variants and rates training never used) goes through the
+   exported graphs in batches of its bucket, padded with garbage (NaN, +-1e4) past each row's end; the log-probs on
+   each row's real frames must match the eager model built from the committed weights (asr_digits.build(), batch
+   1, unpadded) within 1e-4, and the greedy transcripts must be equal.
+2. Greedy CTC decoding of the graphs' output: WER per group (`heldout`, `shifted`) must be at most the bounds.
+Exit 0 when both hold, 1 otherwise; prints the numbers either way.
+"""
+import argparse
+import collections
+import csv
+import os
+import sys
+import wave
+
+import numpy as np
+import torch
+
+
+def read_wav(path):
+    with wave.open(path, "rb") as f:
+        assert f.getnchannels() == 1 and f.getsampwidth() == 2 and f.getframerate() == 16000, path
+        pcm = np.frombuffer(f.readframes(f.getnframes()), dtype="<i2")
+    return torch.from_numpy(pcm.astype(np.float32) / 32768.0)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("compile_dir")
+    p.add_argument("models_dir")
+    p.add_argument("heldout_dir")
+    p.add_argument("--max-wer", type=float, required=True, help="bound on the `heldout` group's WER")
+    p.add_argument("--max-shifted-wer", type=float, required=True, help="bound on the `shifted` group's WER")
+    p.add_argument("--tolerance", type=float, default=1e-4)
+    args = p.parse_args()
+    sys.path.insert(0, args.compile_dir)
+    import asr_digits  # noqa: E402
+    import asr_digits_corpus as corpus  # noqa: E402
+    import yaml  # noqa: E402
+
+    torch.set_num_threads(1)
+    model_dir = os.path.join(args.models_dir, "asr_digits")
+    with open(os.path.join(model_dir, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    lengths, batch_sizes = config["buckets"]["lengths"], config["buckets"]["batch_sizes"]
+    if config["speech"]["vocabulary"] != asr_digits.VOCAB:
+        print("FAIL: config.yaml's speech vocabulary differs from asr_digits.VOCAB")
+        return 1
+    with open(os.path.join(args.heldout_dir, "manifest.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not rows:
+        print("FAIL: empty manifest")
+        return 1
+    eager = asr_digits.build()
+
+    # Group the clips by bucket, then into batches of the largest batch size (the last one partial: it uses the
+    # smallest compiled batch size that holds it, with the spare rows filled by garbage-length copies).
+    by_bucket = collections.defaultdict(list)
+    for row in rows:
+        audio = read_wav(os.path.join(args.heldout_dir, row["file"]))
+        bucket = next((n for n in lengths if n >= audio.numel()), None)
+        if bucket is None:
+            print(f"FAIL: {row['file']} has {audio.numel()} samples, more than the largest bucket {lengths[-1]}")
+            return 1
+        by_bucket[bucket].append((row, audio))
+
+    gen = torch.Generator().manual_seed(7)
+    worst, mismatched, graphs_used = 0.0, [], set()
+    errors = collections.Counter()
+    words = collections.Counter()
+    for bucket, items in sorted(by_bucket.items()):
+        for i in range(0, len(items), batch_sizes[-1]):
+            chunk = items[i:i + batch_sizes[-1]]
+            b = next(n for n in batch_sizes if n >= len(chunk))
+            graph = torch.jit.load(os.path.join(model_dir, "graphs", f"b{b}_l{bucket}.pt"))
+            graphs_used.add(f"b{b}_l{bucket}")
+            batch = torch.randn(b, bucket, generator=gen) * 1e4
+            batch[:, ::97] = float("nan")
+            lens = torch.ones(b, dtype=torch.int64)
+            for j, (_, audio) in enumerate(chunk):
+                batch[j, :audio.numel()] = audio
+                lens[j] = audio.numel()
+            with torch.no_grad():
+                log_probs, out_lengths = graph(batch, lens)
+            for j, (row, audio) in enumerate(chunk):
+                with torch.no_grad():
+                    ref, ref_len = eager(audio.unsqueeze(0), torch.tensor([audio.numel()]))
+                n = int(ref_len[0])
+                if int(out_lengths[j]) != n:
+                    print(f"FAIL: {row['file']}: graph gives {int(out_lengths[j])} frames, eager {n}")
+                    return 1
+                got = log_probs[j, :n]
+                worst = max(worst, float((got - ref[0, :n]).abs().max()))
+                text = asr_digits.decode_greedy(got)
+                if text != asr_digits.decode_greedy(ref[0, :n]):
+                    mismatched.append(row["file"])
+                ref_words = row["transcript"].split()
+                e = corpus.word_errors(ref_words, text.split())
+                errors[row["group"]] += e
+                words[row["group"]] += len(ref_words)
+                if e:
+                    print(f"  {row['file']} [{row['settings']}] ref '{row['transcript']}' hyp '{text}'")
+
+    wer = {g: errors[g] / words[g] for g in words}
+    print(f"graphs used: {sorted(graphs_used)}; max |graph - eager| = {worst:.2e} over {len(rows)} clips")
+    for g in sorted(wer):
+        print(f"WER {g}: {wer[g]:.4f} ({errors[g]} errors / {words[g]} words)")
+    ok = True
+    if worst > args.tolerance or mismatched:
+        print(f"FAIL: graphs differ from the eager model (max {worst:.2e} > {args.tolerance} or transcripts "
+              f"differ on {mismatched})")
+        ok = False
+    if wer.get("heldout", 1.0) > args.max_wer:
+        print(f"FAIL: held-out WER {wer.get('heldout')} > {args.max_wer}")
+        ok = False
+    if wer.get("shifted", 1.0) > args.max_shifted_wer:
+        print(f"FAIL: shifted WER {wer.get('shifted')} > {args.max_shifted_wer}")
+        ok = False
+    print("asr_digits_check: " + ("PASSED" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
