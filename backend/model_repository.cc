@@ -67,9 +67,8 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
       for (int replica = 0; replica < group.count; ++replica) {
         const size_t replicas = model.instances.size() + model.generation_instances.size();
         InstanceOptions instance{config.get(), group, static_cast<int>(replicas), options.warmup_runs};
-        if (group.device == DeviceKind::kNeuron) {
-          instance.group.cores = NeuronReplicaCores(*group.cores, group.count, replica);
-        }
+        // neuron: this replica's NeuronCores; cpu: the CPUs its threads are pinned to.
+        if (group.cores) instance.group.cores = ReplicaCores(*group.cores, group.count, replica);
         if (config->generation) {
           SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<GenerationBackend> backend, GenerationBackend::Create(instance));
           model.generation_instances.push_back(std::move(backend));

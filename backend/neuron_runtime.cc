@@ -49,9 +49,7 @@ absl::Status LoadNeuronLibrary(const std::string& path) {
 }
 
 CoreRange NeuronReplicaCores(const CoreRange& group_cores, int count, int replica) {
-  const int per_replica = group_cores.size() / count;
-  const int first = group_cores.first + replica * per_replica;
-  return CoreRange{first, first + per_replica - 1};
+  return ReplicaCores(group_cores, count, replica);
 }
 
 std::string NeuronVisibleCoresValue(std::vector<CoreRange> ranges) {

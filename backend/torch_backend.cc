@@ -36,11 +36,14 @@ std::string BucketName(const ModelConfig& model, int batch_size, int64_t length)
 
 class TorchBackend final : public Backend {
  public:
-  TorchBackend(const InstanceOptions& options, torch::Device device)
-      : model_(*options.model), group_(options.group), replica_(options.replica), device_(device) {}
+  TorchBackend(const InstanceOptions& options, torch::Device device, InstanceThreads threads)
+      : model_(*options.model), group_(options.group), replica_(options.replica), device_(device),
+        threads_(threads) {}
 
+  // Runs on the loading thread, under this instance's threads and CPUs for the duration (warm-up timings).
   absl::Status LoadAll(int warmup_runs) {
-    UseIntraOpThreads();
+    ScopedInstanceThreads scope(threads_);
+    SLUICE_RETURN_IF_ERROR(scope.status());
     for (int batch_size : model_.buckets.batch_sizes) {
       for (int64_t length : model_.buckets.lengths) {
         SLUICE_RETURN_IF_ERROR(LoadBucket(batch_size, length, warmup_runs));
@@ -56,7 +59,8 @@ class TorchBackend final : public Backend {
       return absl::InvalidArgumentError(
           absl::StrCat(BucketName(model_, batch.batch_size, batch.length), " is not compiled"));
     }
-    UseIntraOpThreads();
+    // On the instance's own thread (the scheduler's): the first call pins it and sizes its pools.
+    SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());
     try {
       return Run(graph->second, batch);
     } catch (const std::exception& e) {  // c10::Error derives from std::exception
@@ -75,8 +79,6 @@ class TorchBackend final : public Backend {
   }
 
  private:
-  void UseIntraOpThreads() const { sluice::UseIntraOpThreads(group_.intra_op_threads); }
-
   absl::Status LoadBucket(int batch_size, int64_t length, int warmup_runs) {
     const std::string path = model_.GraphPath(batch_size, length);
     BucketLoadStats stats{batch_size, length, 0, 0};
@@ -169,6 +171,7 @@ class TorchBackend final : public Backend {
   const InstanceGroup group_;
   const int replica_;
   const torch::Device device_;
+  const InstanceThreads threads_;
   std::map<std::pair<int, int64_t>, torch::jit::Module> graphs_;
   std::vector<BucketLoadStats> stats_;
 };
@@ -177,7 +180,8 @@ class TorchBackend final : public Backend {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateTorchBackend(const InstanceOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
-  auto backend = std::make_unique<TorchBackend>(options, device);
+  SLUICE_ASSIGN_OR_RETURN(InstanceThreads threads, InstanceThreads::Create(options));
+  auto backend = std::make_unique<TorchBackend>(options, device, threads);
   SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
   return backend;
 }

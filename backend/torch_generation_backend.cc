@@ -28,16 +28,19 @@ torch::Tensor Int64Vector(const std::vector<int64_t>& values) {
 
 class TorchGenerationBackend final : public GenerationBackend {
  public:
-  TorchGenerationBackend(const InstanceOptions& options, torch::Device device)
+  TorchGenerationBackend(const InstanceOptions& options, torch::Device device, InstanceThreads threads)
       : model_(*options.model),
         generation_(*options.model->generation),
         group_(options.group),
         replica_(options.replica),
         device_(device),
+        threads_(threads),
         scratch_slot_(generation_.kv_cache.slots) {}
 
+  // Runs on the loading thread, under this instance's threads and CPUs for the duration (warm-up timings).
   absl::Status LoadAll(int warmup_runs) {
-    UseIntraOpThreads(group_.intra_op_threads);
+    ScopedInstanceThreads scope(threads_);
+    SLUICE_RETURN_IF_ERROR(scope.status());
     SLUICE_RETURN_IF_ERROR(AllocateCache());
     for (int64_t length : generation_.prefill_lengths) {
       SLUICE_RETURN_IF_ERROR(LoadGraph(PrefillGraphPath(model_, length), 1, length, warmup_runs, prefill_[length],
@@ -61,7 +64,7 @@ class TorchGenerationBackend final : public GenerationBackend {
 
   absl::StatusOr<Logits> Prefill(const PrefillInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidatePrefillInput(model_, input));
-    UseIntraOpThreads(group_.intra_op_threads);
+    SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());  // the instance's thread: pinned, pools sized
     try {
       return RunPrefill(prefill_.at(input.bucket_length), input.bucket_length, input.tokens, input.slot);
     } catch (const std::exception& e) {  // c10::Error derives from std::exception
@@ -72,7 +75,7 @@ class TorchGenerationBackend final : public GenerationBackend {
 
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
-    UseIntraOpThreads(group_.intra_op_threads);
+    SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());
     try {
       return RunDecode(decode_.at({input.batch_size, input.kv_length}), input.batch_size, input.rows, 0);
     } catch (const std::exception& e) {
@@ -183,6 +186,7 @@ class TorchGenerationBackend final : public GenerationBackend {
   const InstanceGroup group_;
   const int replica_;
   const torch::Device device_;
+  const InstanceThreads threads_;
   const int scratch_slot_;
   torch::Tensor k_cache_;
   torch::Tensor v_cache_;
@@ -198,7 +202,8 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateTorchGenerationBackend(
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
   }
   SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
-  auto backend = std::make_unique<TorchGenerationBackend>(options, device);
+  SLUICE_ASSIGN_OR_RETURN(InstanceThreads threads, InstanceThreads::Create(options));
+  auto backend = std::make_unique<TorchGenerationBackend>(options, device, threads);
   SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
   return backend;
 }

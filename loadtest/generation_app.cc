@@ -78,6 +78,7 @@ absl::StatusOr<VerifyReport> VerifyGeneration(const InferClient::Options& client
   VerifyReport report;
   report.model = model;
   report.tolerance = 0;
+  report.generation = true;
   int index = 0;
   for (const auto& c : doc["cases"].GetArray()) {
     const int case_index = index++;

@@ -153,6 +153,14 @@ std::string FormatBytes(double bytes) {
 std::string FormatVerify(const std::vector<VerifyReport>& verify) {
   std::string out;
   for (const VerifyReport& v : verify) {
+    if (v.generation) {
+      absl::StrAppend(&out, absl::StrFormat("verify %s: %s  %d greedy cases compared token for token, %d mismatched "
+                                            "(%d failed calls), %d reference tokens from the first mismatches on\n",
+                                            v.model, v.ok() ? "PASS" : "FAIL", v.cases, v.mismatched_cases,
+                                            v.failed_calls, v.mismatched_elements));
+      for (const std::string& f : v.failures) absl::StrAppend(&out, "  ", f, "\n");
+      continue;
+    }
     absl::StrAppend(&out, absl::StrFormat("verify %s: %s  %d cases, %d mismatched (%d failed calls), %d elements "
                                           "over %.0e, max abs error %.3g\n",
                                           v.model, v.ok() ? "PASS" : "FAIL", v.cases, v.mismatched_cases,

@@ -23,6 +23,9 @@ struct VerifyReport {
   int64_t mismatched_elements = 0;
   double max_abs_error = 0;
   std::vector<std::string> failures;  // the first few, described
+  // Generation (generation_app.h): cases compared token for token; mismatched_elements counts the reference tokens
+  // from each mismatched case's first differing token on.
+  bool generation = false;
 
   bool ok() const { return cases > 0 && mismatched_cases == 0; }
 };

@@ -40,4 +40,10 @@ absl::StatusOr<CoreRange> ParseCoreRange(std::string_view text) {
   return range;
 }
 
+CoreRange ReplicaCores(const CoreRange& group_cores, int count, int replica) {
+  const int per_replica = group_cores.size() / count;
+  const int first = group_cores.first + replica * per_replica;
+  return CoreRange{first, first + per_replica - 1};
+}
+
 }  // namespace sluice

@@ -166,7 +166,8 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
 }
 
 absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"count", "device", "cores", "intra_op_threads", "neuron_library"}));
+  SLUICE_RETURN_IF_ERROR(
+      node.CheckKeys({"count", "device", "cores", "intra_op_threads", "inter_op_threads", "neuron_library"}));
   InstanceGroup group;
   SLUICE_ASSIGN_OR_RETURN(YamlNode device, node.Required("device"));
   SLUICE_ASSIGN_OR_RETURN(group.device, ParseDevice(device));
@@ -180,8 +181,15 @@ absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
     if (value < 1 || value > 256) return threads->Error("must be between 1 and 256");
     group.intra_op_threads = static_cast<int>(value);
   }
+  if (auto threads = node.Optional("inter_op_threads")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, threads->AsInt());
+    if (value < 1 || value > 256) return threads->Error("must be between 1 and 256");
+    group.inter_op_threads = static_cast<int>(value);
+  }
   if (auto cores = node.Optional("cores")) {
-    if (group.device != DeviceKind::kNeuron) return cores->Error("cores is only supported for device neuron");
+    if (group.device != DeviceKind::kNeuron && group.device != DeviceKind::kCpu) {
+      return cores->Error("cores is only supported for devices cpu (CPUs to pin to) and neuron (NeuronCores)");
+    }
     SLUICE_ASSIGN_OR_RETURN(std::string text, cores->AsString());
     absl::StatusOr<CoreRange> range = ParseCoreRange(text);
     if (!range.ok()) return cores->Error(std::string(range.status().message()));

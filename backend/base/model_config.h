@@ -83,9 +83,12 @@ struct SimCostModel {
 struct InstanceGroup {
   int count = 1;
   DeviceKind device = DeviceKind::kCpu;
-  std::optional<CoreRange> cores;  // neuron only: NeuronCores this group may use
-  int intra_op_threads = 1;
+  // neuron: the NeuronCores this group may use; cpu: the CPUs its threads are pinned to (unset: not pinned).
+  // Split evenly over the replicas (see ReplicaCores).
+  std::optional<CoreRange> cores;
+  int intra_op_threads = 1;  // torch intra-op / OpenMP threads per replica; also caps the BLAS pool
   std::string neuron_library = "libtorchneuron.so";  // dlopen()ed before graphs load (neuron only)
+  std::optional<int> inter_op_threads;  // torch's process-wide inter-op pool (torch.jit.fork); unset: torch's default
 };
 
 struct ModelConfig {

@@ -9,6 +9,9 @@ voices, variants, rates, pitch, amplitude, word gaps, sox resampling/band-pass, 
 batch order, SpecAugment masks. Bit-identical results also need the same torch/espeak-ng/sox builds and
 thread count (recorded in the log). The log-mel front end has no parameters, so features are computed once
 (asr_digits.AsrDigits.front_end) and training runs encode() on them: the same function forward() applies.
+
+History of the defaults: a first run with 3000 utterances x 15 epochs fitted its training set (WER 0.04) but
+reached only 0.16 on the dev and held-out sets; more data (7000 x 9, about 1.4x the compute) gave 0.09 / 0.099.
 """
 import argparse
 import json
@@ -203,7 +206,8 @@ def main():
     shipped_dev_wer = evaluate(asr_digits.build(weights), dev_feats, [u.text for u in dev_utts])
     log = {
         "command": " ".join(["asr_digits_train.py"] + sys.argv[1:]),
-        "settings": vars(args) | {"arch": asr_digits.ARCH, "optimizer": "AdamW betas (0.9, 0.98) wd 1e-3, "
+        "settings": vars(args) | {"out_dir": os.path.relpath(args.out_dir, os.path.join(here, "..", "..")),
+                                  "arch": asr_digits.ARCH, "optimizer": "AdamW betas (0.9, 0.98) wd 1e-3, "
                                   "linear warmup then cosine to 0, grad clip 5",
                                   "spec_augment": "2 freq masks <= 12 bins, 2 time masks <= min(20, 8%) frames"},
         "corpus": {"train_utterances": len(train_utts), "train_audio_hours": round(audio_hours, 3),

@@ -22,5 +22,12 @@ TEST(CoreRangeTest, RejectsMalformedText) {
   }
 }
 
+TEST(CoreRangeTest, ReplicasSplitTheGroupEvenlyInOrder) {
+  EXPECT_EQ(ReplicaCores({0, 1}, 2, 0), (CoreRange{0, 0}));
+  EXPECT_EQ(ReplicaCores({0, 1}, 2, 1), (CoreRange{1, 1}));
+  EXPECT_EQ(ReplicaCores({4, 9}, 3, 2), (CoreRange{8, 9}));
+  EXPECT_EQ(ReplicaCores({2, 3}, 1, 0), (CoreRange{2, 3}));
+}
+
 }  // namespace
 }  // namespace sluice

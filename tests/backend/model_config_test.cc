@@ -51,6 +51,17 @@ TEST(ModelConfigTest, ValidConfigLoads) {
   EXPECT_EQ(config->GraphPath(2, 32000), "repo/asr_ctc/graphs/b2_l32000.pt");
 }
 
+TEST(ModelConfigTest, CpuGroupTakesCoresAndInterOpThreads) {
+  absl::StatusOr<ModelConfig> config =
+      Parse(ValidWith("intra_op_threads: 1", "intra_op_threads: 1, inter_op_threads: 1, cores: \"0-3\""));
+  ASSERT_TRUE(config.ok()) << config.status();
+  const InstanceGroup& group = config->instances[0];
+  ASSERT_TRUE(group.cores.has_value());
+  EXPECT_EQ(*group.cores, (CoreRange{0, 3}));
+  EXPECT_EQ(group.inter_op_threads, 1);
+  EXPECT_FALSE(Parse(kValid)->instances[0].inter_op_threads.has_value());
+}
+
 struct BadCase {
   const char* what;
   std::string text;
@@ -107,8 +118,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "instances[0].cores", "malformed core range '3-1'"},
         BadCase{"uneven cores", ValidWith("device: cpu", "device: neuron, cores: \"0-2\""), "instances[0].cores",
                 "3 cores cannot be split evenly over count 2"},
-        BadCase{"cores on cpu", ValidWith("device: cpu", "device: cpu, cores: \"0\""), "instances[0].cores",
-                "only supported for device neuron"},
+        BadCase{"cores on sim", ValidWith("device: cpu", "device: sim, cores: \"0\""), "instances[0].cores",
+                "only supported for devices cpu (CPUs to pin to) and neuron"},
+        BadCase{"uneven cpu cores", ValidWith("device: cpu", "device: cpu, cores: \"0-2\""), "instances[0].cores",
+                "3 cores cannot be split evenly over count 2"},
+        BadCase{"zero inter-op threads", ValidWith("intra_op_threads: 1", "intra_op_threads: 1, inter_op_threads: 0"),
+                "instances[0].inter_op_threads", "must be between 1 and 256"},
         BadCase{"sim without cost model", ValidWith("device: cpu", "device: sim"), "9:12: instances",
                 "needs a top-level 'sim:"},
         // Found by tests/fuzz/fuzz_model_config: values the fields' types or later arithmetic could not hold.

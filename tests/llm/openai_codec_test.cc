@@ -8,6 +8,7 @@
 
 #include <rapidjson/document.h>
 
+#include <ostream>
 #include <string>
 
 #include "server/http_codec.h"
@@ -113,6 +114,8 @@ struct BadCase {
   const char* message;
   const char* param;
 };
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 class OpenAiDecodeRefuses : public ::testing::TestWithParam<BadCase> {};
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 
 namespace sluice {
@@ -143,6 +144,8 @@ struct BadCase {
   inference::ModelInferRequest request;
   const char* message;
 };
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 class TritonDecodeRefuses : public ::testing::TestWithParam<BadCase> {};
 

@@ -15,7 +15,8 @@ if [ $# -lt 5 ]; then
   echo "usage: $0 SERVER_BINARY LOADTEST_BINARY SYSTEM_PYTHON SOURCE_DIR WORK_DIR [LEVELS] [REQUESTS]" >&2
   exit 2
 fi
-SERVER=$1 LOADTEST=$2 SYSTEM_PYTHON=$3 SOURCE=$(cd "$4" && pwd) WORK=$5
+mkdir -p "$5"
+SERVER=$(realpath "$1") LOADTEST=$(realpath "$2") SYSTEM_PYTHON=$3 SOURCE=$(cd "$4" && pwd) WORK=$(cd "$5" && pwd)
 LEVELS=${6:-"1 4 8"} REQUESTS=${7:-64}
 PROMPT_TOKENS=64 OUTPUT_TOKENS=32
 REQUIREMENTS=("aiperf==0.13.0")  # brings transformers and sentencepiece (the HF tokenizer below)
@@ -73,10 +74,20 @@ instances: [{count: 1, device: sim}]
 sim: {base_ms: 10, per_sample_us: 0}
 YAML
 HF=$WORK/hf_tokenizer
-"$PY" - "$REPO/$MODEL/tokenizer.model" "$HF" <<'PYEOF' || fail "writing the Hugging Face tokenizer"
+rm -rf "$HF" "$HF.src"
+mkdir -p "$HF.src"
+cp "$REPO/$MODEL/tokenizer.model" "$HF.src/"
+echo '{"tokenizer_class": "LlamaTokenizer", "add_bos_token": true, "add_eos_token": false, "legacy": true}' \
+  > "$HF.src/tokenizer_config.json"
+# Converted once from the SentencePiece model; it must encode as the server does (BOS + the same ids).
+"$PY" - "$HF.src" "$HF" "$REPO/$MODEL/tokenizer.model" <<'PYEOF' || fail "writing the Hugging Face tokenizer"
 import sys
-from transformers import LlamaTokenizer
-tok = LlamaTokenizer(vocab_file=sys.argv[1], legacy=True, add_bos_token=True, add_eos_token=False)
+import sentencepiece
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+text = "Once upon a time there was a river."
+expected = [1] + sentencepiece.SentencePieceProcessor(model_file=sys.argv[3]).encode(text)
+assert tok.encode(text) == expected, (tok.encode(text), expected)
 tok.save_pretrained(sys.argv[2])
 PYEOF
 
@@ -85,7 +96,7 @@ cat > "$WORK/server.yaml" <<YAML
 grpc: {address: 127.0.0.1:0}
 http: {address: 127.0.0.1:0}
 model_repository: $REPO
-log_level: warning
+log_level: warn
 YAML
 "$SERVER" --config "$WORK/server.yaml" > "$WORK/server.log" 2>&1 &
 SERVER_PID=$!
@@ -116,7 +127,7 @@ for C in $LEVELS; do
   before=$(server_requests)
   log "aiperf: concurrency $C, $REQUESTS requests"
   timeout 900 "$VENV/bin/aiperf" profile --model "$MODEL" --url "http://$HTTP" --endpoint-type completions \
-      --streaming --tokenizer "$HF" --concurrency "$C" --request-count "$REQUESTS" --random-seed 1 \
+      --streaming --use-server-token-count --tokenizer "$HF" --concurrency "$C" --request-count "$REQUESTS" --random-seed 1 \
       --synthetic-input-tokens-mean "$PROMPT_TOKENS" --synthetic-input-tokens-stddev 0 \
       --output-tokens-mean "$OUTPUT_TOKENS" --output-tokens-stddev 0 --extra-inputs ignore_eos:true \
       --artifact-dir "$ART" --ui-type none > "$WORK/aiperf_c$C.log" 2>&1 ||

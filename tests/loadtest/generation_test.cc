@@ -120,7 +120,8 @@ TEST(JudgeStreamTest, AcceptsAMatchingStreamAndNamesEachMismatch) {
     OpenAiStreamState state;
     // Byte by byte: event boundaries fall anywhere.
     for (size_t i = 0; i < bytes.size(); ++i) state.Feed(bytes.substr(i, 1), 0.01 * i);
-    return std::make_pair(JudgeStream(state.outcome(), spec), state.Take());
+    StreamVerdict verdict = JudgeStream(state.outcome(), spec);
+    return std::make_pair(verdict, state.Take());
   };
   auto [ok, outcome] = judge(Stream({"a", "b", "c"}, 3, 3));
   EXPECT_EQ(ok.code, 0) << ok.message;
@@ -190,7 +191,9 @@ TEST(GenerationPlanTest, RepeatableCorpusWindowsAndOutputLengths) {
   options.corpus_ids.clear();  // synthetic: the drawn ids themselves
   auto synthetic = GenerationPlan::Create(options);
   EXPECT_EQ((*synthetic)->Make(3, {4, 5}).prompt_ids, (std::vector<int32_t>{4, 5}));
-  EXPECT_FALSE(GenerationPlan::Create({.model = "m", .output_tokens = "banana"}).ok());
+  GenerationPlanOptions bad = options;
+  bad.output_tokens = "banana";
+  EXPECT_FALSE(GenerationPlan::Create(bad).ok());
 }
 
 TEST(GenerationPlanTest, PromptFile) {
