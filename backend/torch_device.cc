@@ -203,11 +203,8 @@ absl::StatusOr<InstanceThreads> InstanceThreads::Create(const InstanceOptions& o
 
 absl::Status InstanceThreads::ApplyToCallingThread() const {
   if (applied_instance == id_) return absl::OkStatus();
-  // torch sets a thread's OpenMP count from its process-wide last value at the thread's first parallel region;
-  // run that first, or another instance's count could replace this one there.
-  at::internal::lazy_init_num_threads();
-  at::set_num_threads(intra_op_threads_);
-  if (Blas().set_per_thread) Blas().set_per_thread(intra_op_threads_);
+  // The CPU set first: threads started below (at::set_num_threads restarts pthreadpool's workers from this thread)
+  // and later (the OpenMP team at the first parallel region) inherit it.
   if (pinned_cpus_) {
     if (!unpinned_affinity) {
       SLUICE_ASSIGN_OR_RETURN(cpu_set_t before, CallingThreadAffinity());
@@ -219,6 +216,11 @@ absl::Status InstanceThreads::ApplyToCallingThread() const {
     SLUICE_RETURN_IF_ERROR(SetCallingThreadAffinity(*unpinned_affinity, "its CPUs from before pinning"));
     unpinned_affinity.reset();
   }
+  // torch sets a thread's OpenMP count from its process-wide last value at the thread's first parallel region;
+  // run that first, or another instance's count could replace this one there.
+  at::internal::lazy_init_num_threads();
+  at::set_num_threads(intra_op_threads_);
+  if (Blas().set_per_thread) Blas().set_per_thread(intra_op_threads_);
   applied_instance = id_;
   return absl::OkStatus();
 }
@@ -235,9 +237,9 @@ ScopedInstanceThreads::ScopedInstanceThreads(const InstanceThreads& threads)
 }
 
 ScopedInstanceThreads::~ScopedInstanceThreads() {
+  if (saved_affinity_valid_) (void)SetCallingThreadAffinity(saved_affinity_, "its CPUs from before the scope");
   at::set_num_threads(saved_intra_op_threads_);
   if (Blas().set_per_thread) Blas().set_per_thread(saved_intra_op_threads_);
-  if (saved_affinity_valid_) (void)SetCallingThreadAffinity(saved_affinity_, "its CPUs from before the scope");
   unpinned_affinity = saved_unpinned_;
   applied_instance = saved_applied_;
 }

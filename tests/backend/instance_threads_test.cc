@@ -1,6 +1,6 @@
 // intra_op_threads and cores hold for every pool a graph reaches: an asr_ctc graph at batch 1, largest bucket, run
 // in a loop on an instance thread with intra_op_threads 1 spends its CPU time on that one thread (before the BLAS
-// pool was capped, Debian's pthread OpenBLAS put ~30-45 % of it on its own pool threads), and `cores` pins the
+// pool was capped, Debian's pthread OpenBLAS put 15-30 % of it on its pool thread, more on an idle machine), and `cores` pins the
 // instance thread and the OpenMP threads it starts. Measured with per-thread CPU time from /proc/self/task, so a
 // loaded machine (other jobs on the cores) slows the loop but does not change where its CPU time goes.
 #include <gmock/gmock.h>
@@ -155,9 +155,10 @@ TEST(InstanceThreadsTest, OneIntraOpThreadKeepsTheGraphOnOneThread) {
   const std::string report = Report(r, total, on_instance);
   std::cout << report << "\n";
   ASSERT_GT(total, 1.0) << report;
-  // One core: the instance thread holds nearly all the CPU time (the rest is this test's sampling, timers and
-  // the tick granularity), and the process never used much more than one core's worth of wall time.
-  EXPECT_GE(on_instance / total, 0.9) << report;
+  // One core: the instance thread holds all the CPU time but for the tick granularity (10 ms per thread; this
+  // test samples /proc on the instance thread itself), and the process never used much more than one core's
+  // worth of wall time. Without the BLAS cap the pool thread took 15-16 % here under load (0.84-0.85).
+  EXPECT_GE(on_instance / total, 0.97) << report;
   EXPECT_LE(total, 1.25 * r.wall_seconds + 0.05) << report;
 }
 
@@ -183,7 +184,8 @@ TEST(InstanceThreadsTest, CoresPinTheInstanceThreadAndTheThreadsItStarts) {
   for (const auto& [tid, t] : r.after) {
     if (before_instance.count(tid) || tid == r.tid) continue;
     ++started;  // a thread the instance thread started (OpenMP team): pinned like it
-    EXPECT_EQ(t.allowed, "1") << "thread " << tid << " started by the instance thread";
+    EXPECT_EQ(t.allowed, "1") << "thread " << tid << " started by the instance thread; "
+                              << Report(r, 0, 0);
   }
   EXPECT_GE(started, 1) << "with intra_op_threads 2 the instance thread should start an OpenMP team thread";
 }

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 build=${1:-build-fuzz}
 seconds=${2:-30}
 jobs=${3:-2}
-targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode)
+targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode openai_request
+  triton_generate)
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-ci.XXXXXX")
 
 run_one() {

@@ -11,7 +11,8 @@ seconds=${1:-600}
 shift || true
 build=${BUILD_DIR:-build-fuzz}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode)
+[[ ${#targets[@]} -gt 0 ]] || targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode
+  openai_request triton_generate)
 
 run_one() {
   local what=$1 dir="$build/long/$1" dict=()
