@@ -31,7 +31,7 @@ echo "tests/run.sh: ASan/UBSan build + tests $(( $(date +%s) - asan_start )) s"
 
 # libFuzzer (tests/fuzz/CMakeLists.txt): one target per parser of outside input, each run for 30 s on a copy of its
 # committed seed corpus (regression inputs included) with ASan + UBSan; any crash, leak or report fails the run.
-# Two targets at a time: about 2 minutes for the seven. Long runs: tests/fuzz/run_long.sh [SECONDS].
+# Two targets at a time: about 2.5 minutes for the ten. Long runs: tests/fuzz/run_long.sh [SECONDS].
 fuzz_start=$(date +%s)
 CXX=clang++ cmake -S tests/fuzz -B build-fuzz -G Ninja
 cmake --build build-fuzz -j "$(nproc)"
