@@ -196,6 +196,11 @@ void ServeOpenAiGeneration(ModelHub& hub, OpenAiEndpoint endpoint, const HttpReq
 
 void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& exchange) {
   static const int64_t created = absl::ToUnixSeconds(absl::Now());  // first asked: about when the server started
+  // While the models load, an empty list would read as "this server has no models": say it is not ready instead.
+  if (!hub.draining() && !hub.ready()) {
+    SendOpenAiError(*exchange, absl::UnavailableError("the server is loading its models; not ready yet"));
+    return;
+  }
   std::vector<std::string> names;
   for (const auto& model : hub.generation_models()) names.push_back(model->config().name);
   HttpResponse response;

@@ -451,6 +451,11 @@ TEST(LoadingTest, ListensAtOnceAndAnswersNotReadyUntilTheModelsAreLoaded) {
     ASSERT_TRUE(infer) << httplib::to_string(infer.error());
     EXPECT_EQ(infer->status, 503) << infer->body;
     EXPECT_THAT(infer->body, HasSubstr("loading"));
+    // The OpenAI model list says "not ready" too, rather than an empty list ("no models here").
+    auto models = client.Get("/v1/models");
+    ASSERT_TRUE(models) << httplib::to_string(models.error());
+    EXPECT_EQ(models->status, 503) << models->body;
+    EXPECT_THAT(models->body, HasSubstr("loading"));
 
     inference::ServerLiveResponse grpc_live;
     grpc::Status live_status = stub->ServerLive(Context().get(), {}, &grpc_live);
