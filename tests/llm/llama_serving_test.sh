@@ -7,6 +7,10 @@ set -euo pipefail
 SERVER=$1 MODELS=$(cd "$2" && pwd) PYTHON=$3 WORK=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "llama_serving_test: FAIL: $*" >&2; [ -f "$WORK/server.log" ] && tail -20 "$WORK/server.log" >&2; exit 1; }
+SERVER_PID=""
+trap 'if [ -n "$SERVER_PID" ]; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi' EXIT
+# shellcheck source=../server_process.sh
+source "$HERE/../server_process.sh"
 
 rm -rf "$WORK" && mkdir -p "$WORK/models"
 ln -s "$MODELS/llama_tiny" "$WORK/models/"
@@ -16,22 +20,9 @@ http: {address: 127.0.0.1:0}
 model_repository: $WORK/models
 log_level: info
 YAML
-"$SERVER" --config "$WORK/server.yaml" > "$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-trap 'kill -9 $SERVER_PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-  grep -q '^sluice-server READY ' "$WORK/server.log" 2>/dev/null && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "sluice-server exited before READY"
-  sleep 0.2
-done
-READY=$(grep '^sluice-server READY ' "$WORK/server.log") || fail "not READY after 120 s"
-HTTP=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<< "$READY")
+start_sluice_server "$WORK/server.yaml" "$WORK/server.log" 120
 
 timeout 600 "$PYTHON" "$HERE/llama_serving_check.py" "$HTTP" "$MODELS/llama_tiny" || fail "llama_serving_check.py"
 
-kill -TERM "$SERVER_PID"
-for _ in $(seq 1 150); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
-if kill -0 "$SERVER_PID" 2>/dev/null; then fail "no exit within 30 s of SIGTERM"; fi
-wait "$SERVER_PID" || fail "exit code $? after SIGTERM"
-trap - EXIT
+drain_sluice_server 30
 echo "llama_serving_test: PASS"

@@ -33,6 +33,8 @@ fail() {
 }
 cleanup() { if [ -n "$SERVER_PID" ]; then kill -KILL "$SERVER_PID" 2>/dev/null || true; fi; }
 trap cleanup EXIT
+# shellcheck source=../server_process.sh
+source "$(dirname "$0")/../server_process.sh"
 
 # ---- 1. clients from PyPI (pinned) ------------------------------------------------------------------------------
 VENV=$WORK/venv
@@ -94,16 +96,7 @@ log_level: info
 drain_grace_seconds: 30
 auth: {bearer_token: $TOKEN}
 EOF
-"$SERVER" --config "$WORK/server.yaml" > "$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 300); do
-  grep -q '^sluice-server READY ' "$WORK/server.log" && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "sluice-server exited before READY"
-  sleep 0.2
-done
-READY_LINE=$(grep '^sluice-server READY ' "$WORK/server.log") || fail "sluice-server not READY after 60 s"
-GRPC=$(sed -n 's/.* grpc=\([^ ]*\).*/\1/p' <<< "$READY_LINE")
-HTTP=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<< "$READY_LINE")
+start_sluice_server "$WORK/server.yaml" "$WORK/server.log" 60
 log "$READY_LINE"
 
 # ---- 4. the clients -----------------------------------------------------------------------------------------------
@@ -111,11 +104,5 @@ timeout 300 "$VENV/bin/python" "$HERE/openai_peers_check.py" --http "$HTTP" --gr
   --reference "$WORK/reference.json" --token "$TOKEN" || fail "openai_peers_check.py"
 
 # ---- 5. drain -----------------------------------------------------------------------------------------------------
-kill -TERM "$SERVER_PID"
-for _ in $(seq 1 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
-kill -0 "$SERVER_PID" 2>/dev/null && fail "sluice-server still running 60 s after SIGTERM"
-code=0
-wait "$SERVER_PID" || code=$?
-SERVER_PID=""
-[ "$code" -eq 0 ] || fail "sluice-server exited $code after SIGTERM"
+drain_sluice_server 60
 log "openai_peers_test: PASSED"

@@ -22,6 +22,8 @@ fail() {
 }
 cleanup() { if [ -n "$SERVER_PID" ]; then kill -KILL "$SERVER_PID" 2>/dev/null || true; fi; }
 trap cleanup EXIT
+# shellcheck source=../server_process.sh
+source "$(dirname "$0")/../server_process.sh"
 
 rm -rf "$WORK"
 mkdir -p "$WORK/repo"
@@ -35,15 +37,7 @@ http: {address: 127.0.0.1:0}
 model_repository: $WORK/repo
 log_level: info
 YAML
-"$SERVER" --config "$WORK/server.yaml" > "$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 900); do
-  grep -q '^sluice-server READY ' "$WORK/server.log" && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "sluice-server exited before READY"
-  sleep 0.2
-done
-READY_LINE=$(grep '^sluice-server READY ' "$WORK/server.log") || fail "sluice-server not READY after 180 s"
-GRPC=$(sed -n 's/.* grpc=\([^ ]*\).*/\1/p' <<< "$READY_LINE")
+start_sluice_server "$WORK/server.yaml" "$WORK/server.log" 180
 log "$READY_LINE"
 
 # Clips are drawn at random (seeded) with replacement: 2x the clip count visits nearly every clip.
@@ -68,10 +62,5 @@ assert wer["reference_words"] > 0
 assert wer["wer"] <= max_wer, f"WER {wer['wer']} above the bound {max_wer}"
 PY
 
-kill -TERM "$SERVER_PID"
-code=0
-timeout 90 tail --pid="$SERVER_PID" -f /dev/null || fail "sluice-server still running 90 s after SIGTERM"
-wait "$SERVER_PID" || code=$?
-SERVER_PID=""
-[ "$code" -eq 0 ] || fail "sluice-server exited $code after SIGTERM"
+drain_sluice_server 90
 log "asr_digits_server_test: PASSED"
