@@ -171,7 +171,9 @@ TEST_F(RivaServiceTest, ThirtyTwoRealTimeStreamsBatchTogetherAndAllGetTheirFinal
   const double rows = static_cast<double>(rows_after - rows_before);
   ASSERT_GT(executions, 0);
   EXPECT_GT(rows / executions, 1.0) << rows << " windows in " << executions << " executions";
-  EXPECT_THAT(Metrics(), HasSubstr("sluice_voice_streams_active{model=\"speech_sim\"} 0"));
+  // A client sees its stream's end before the server's reactor has run OnDone (which closes the stream in the
+  // gauge): poll rather than read once (one read failed under CI load with 9 of 32 still closing).
+  EXPECT_TRUE(MetricsSoonShow("sluice_voice_streams_active{model=\"speech_sim\"} 0")) << Metrics();
 }
 
 TEST_F(RivaServiceTest, AudioFasterThanRealTimeIsServedWithFlowControlToTheEnd) {
