@@ -26,6 +26,9 @@ PACKAGES=(
   libsamplerate0-dev
   # asr_digits (the example recognizer trained on synthetic speech): the build synthesizes its held-out test audio
   espeak-ng sox libsox-fmt-base
+  # generation models: the tokenizer (SentencePiece, C++) and its Python side (llama_tiny's tokenizer is trained at
+  # export time; the Python checks decode with it)
+  libsentencepiece-dev python3-sentencepiece
 )
 
 missing=()
