@@ -1,13 +1,20 @@
 #include "backend/sim_faults.h"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
 namespace sluice {
 
 absl::Status SimFaultInjector::Next() {
+  if (!active_) return absl::OkStatus();
   ++calls_;
+  if (faults_.hang_after_batches > 0 && calls_ > faults_.hang_after_batches) {
+    // A device call that does not return: the scheduler's execution timeout is what notices.
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(faults_.hang_ms));
+  }
   if (faults_.gone_after_batches > 0 && calls_ > faults_.gone_after_batches) {
     return absl::UnavailableError(
         absl::StrCat("sim device gone (injected: after ", faults_.gone_after_batches, " batches)"));

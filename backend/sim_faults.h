@@ -14,14 +14,19 @@ namespace sluice {
 class SimFaultInjector {
  public:
   SimFaultInjector(const SimFaults& faults, int replica)
-      : faults_(faults), random_(faults.seed + static_cast<uint64_t>(replica)) {}
+      : faults_(faults),
+        active_(!faults.replica || *faults.replica == replica),
+        random_(faults.seed + static_cast<uint64_t>(replica)) {}
 
-  // One batch (or one prefill/decode step): Unavailable once gone_after_batches calls have run; otherwise
-  // throws std::runtime_error with probability exception_rate, or returns Internal with probability error_rate.
+  // One batch (or one prefill/decode step): Unavailable once gone_after_batches calls have run; blocks the
+  // calling thread for hang_ms once hang_after_batches calls have run; otherwise throws std::runtime_error with
+  // probability exception_rate, or returns Internal with probability error_rate. No fault when `replica` names
+  // another replica.
   absl::Status Next();
 
  private:
   const SimFaults faults_;
+  const bool active_;
   std::mt19937_64 random_;
   int64_t calls_ = 0;
 };

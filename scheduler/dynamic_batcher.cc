@@ -31,6 +31,9 @@ class DynamicBatcher final : public Scheduler {
         clock_(*options.clock),
         table_(options.model->buckets),
         max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)),
+        execution_timeout_(options.model->batching.execution_timeout_ms > 0
+                               ? absl::Microseconds(options.model->batching.execution_timeout_ms * 1000.0)
+                               : absl::InfiniteDuration()),
         on_batch_(options.on_batch) {
     for (size_t b = 0; b < table_.num_buckets(); ++b) queues_.emplace_back(model_.batching.priority_levels);
     estimates_.assign(table_.num_buckets(), std::vector<absl::Duration>(table_.batch_sizes().size()));
@@ -47,7 +50,13 @@ class DynamicBatcher final : public Scheduler {
     batcher_thread_ = std::thread([this] { BatcherLoop(); });
   }
 
-  ~DynamicBatcher() override { Stop(); }
+  // Waits for every instance thread, a hung one included (Stop does not: see StopOnce).
+  ~DynamicBatcher() override {
+    Stop();
+    for (auto& slot : slots_) {
+      if (slot->thread.joinable()) slot->thread.join();
+    }
+  }
 
   absl::StatusOr<RequestId> Enqueue(InferRequest request) override {
     if (absl::Status valid = CheckEnqueueShape(model_, request); !valid.ok()) return valid;
@@ -110,7 +119,16 @@ class DynamicBatcher final : public Scheduler {
       for (auto& slot : slots_) slot->cv.Signal();
     }
     batcher_thread_.join();
-    for (auto& slot : slots_) slot->thread.join();
+    // An instance whose execution timed out may never come back from its backend: Stop does not wait for it
+    // (its requests were answered), the destructor does. sluice-server exits without destroying its models.
+    std::vector<bool> hung;
+    {
+      MutexLock lock(&mu_);
+      for (const SlotWork& work : slot_work_) hung.push_back(work.executing != nullptr);
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (!hung[i]) slots_[i]->thread.join();
+    }
   }
 
   int64_t InFlight() const override {
@@ -142,8 +160,14 @@ class DynamicBatcher final : public Scheduler {
   };
   struct SlotWork {
     bool busy = false;                    // from assignment until the batch is answered
-    bool out_of_rotation = false;         // its device is gone: never given another batch
+    bool out_of_rotation = false;         // its device is gone or hung: never given another batch
     std::optional<FormedBatch> assigned;  // handed over by the batcher, taken by the instance thread
+    // While the backend runs a batch: that batch (owned by the instance thread, which does not touch its
+    // requests until Execute returns and it has checked timed_out under mu_) and when Execute started. The
+    // batcher thread answers the requests itself once execution_timeout has passed.
+    FormedBatch* executing = nullptr;
+    absl::Time executing_since;
+    bool timed_out = false;
   };
 
   // The last warm-up run of each bucket gives the first compute estimate, until real runs replace it.
@@ -228,6 +252,9 @@ class DynamicBatcher final : public Scheduler {
       next = std::min(next, queues_[b].EarliestDeadline());  // expiry, whether or not an instance is free
       if (!IsDueLocked(b, now)) next = std::min(next, ReadyTimeLocked(b, 0));
     }
+    for (const SlotWork& work : slot_work_) {
+      if (work.executing != nullptr && !work.timed_out) next = std::min(next, work.executing_since + execution_timeout_);
+    }
     return next;
   }
 
@@ -257,6 +284,7 @@ class DynamicBatcher final : public Scheduler {
         mu_.Lock();
         continue;
       }
+      if (TimeOutHungLocked(now)) continue;
       if (in_rotation_ == 0 && queued_ > 0) {  // nothing can run them any more
         std::vector<Queued> stranded = TakeAllQueuedLocked();
         mu_.Unlock();
@@ -289,6 +317,7 @@ class DynamicBatcher final : public Scheduler {
       }
       const auto [batch_time, device_gone] = RunBatch(slot, batch);
       MutexLock lock(&mu_);
+      if (slot_work_[slot.index].timed_out) continue;  // answered and accounted for by TimeOutHungLocked
       if (device_gone && !slot_work_[slot.index].out_of_rotation) {
         slot_work_[slot.index].out_of_rotation = true;
         --in_rotation_;
@@ -313,8 +342,19 @@ class DynamicBatcher final : public Scheduler {
     const absl::Time start = clock_.Now();
     const PaddedBatch padded = AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket));
     const absl::Time assembled = clock_.Now();
+    {
+      MutexLock lock(&mu_);
+      slot_work_[slot.index].executing = &batch;
+      slot_work_[slot.index].executing_since = assembled;
+      if (execution_timeout_ != absl::InfiniteDuration()) batcher_cv_.Signal();  // a new watchdog deadline
+    }
     absl::StatusOr<BatchResult> result = ExecuteContained(slot, padded);
     const absl::Time executed = clock_.Now();
+    {
+      MutexLock lock(&mu_);
+      slot_work_[slot.index].executing = nullptr;
+      if (slot_work_[slot.index].timed_out) return {executed - start, false};  // too late: already answered
+    }
     const absl::Duration compute = executed - assembled;
     if (on_batch_) {
       BatchReport report{slot.index, table_.length(batch.bucket), batch.batch_size, rows, 0, compute, result.ok()};
@@ -338,6 +378,39 @@ class DynamicBatcher final : public Scheduler {
       batch.requests[r]->request.on_done(std::move(response));
     }
     return {scattered - start, result.status().code() == absl::StatusCode::kUnavailable};
+  }
+
+  // The watchdog, on the batcher thread: a batch that has run longer than execution_timeout is answered
+  // Unavailable now (retryable elsewhere) and its instance leaves rotation for good, as a gone device does (a
+  // backend stuck inside a device call cannot be interrupted; its thread is left to return or not). Returns
+  // whether it answered any (mu_ is released while answering).
+  bool TimeOutHungLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (size_t i = 0; i < slot_work_.size(); ++i) {
+      SlotWork& work = slot_work_[i];
+      if (work.executing == nullptr || work.timed_out || now < work.executing_since + execution_timeout_) continue;
+      work.timed_out = true;
+      if (!work.out_of_rotation) {
+        work.out_of_rotation = true;
+        --in_rotation_;
+      }
+      const FormedBatch& hung = *work.executing;
+      const absl::Status status = absl::UnavailableError(absl::StrCat(
+          "model ", model_.name, ", bucket (batch ", hung.batch_size, ", length ", table_.length(hung.bucket),
+          "), instance ", i, " (", slots_[i]->backend->Describe(), "): execution did not finish within ",
+          "execution_timeout_ms ", model_.batching.execution_timeout_ms, "; the instance is out of rotation"));
+      BatchReport report{static_cast<int>(i), table_.length(hung.bucket), hung.batch_size,
+                         static_cast<int>(hung.requests.size()), 0, now - work.executing_since, false};
+      report.timed_out = true;
+      std::vector<Queued> requests = std::move(work.executing->requests);
+      work.executing->requests.clear();
+      mu_.Unlock();
+      if (on_batch_) on_batch_(report);
+      AnswerUnrun(std::move(requests), status);  // takes mu_ to account for them
+      mu_.Lock();
+      batcher_cv_.Signal();
+      return true;
+    }
+    return false;
   }
 
   absl::Status NoInstanceLeft() const {
@@ -393,6 +466,7 @@ class DynamicBatcher final : public Scheduler {
   const Clock& clock_;
   const BucketTable table_;
   const absl::Duration max_delay_;
+  const absl::Duration execution_timeout_;  // InfiniteDuration when execution_timeout_ms is 0
   const BatchObserver on_batch_;
 
   mutable Mutex mu_;

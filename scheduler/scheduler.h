@@ -22,9 +22,11 @@ struct BatchReport {
   int64_t real_steps = 0;    // sum of the real rows' lengths (samples or tokens)
   absl::Duration compute;
   bool ok = true;            // false when the backend failed the batch
+  bool timed_out = false;    // it ran past execution_timeout_ms: answered Unavailable, instance out of rotation
 };
 
-// Called on the instance thread after each batch, before its requests' on_done; no scheduler lock is held.
+// Called on the instance thread after each batch, before its requests' on_done (for a batch that timed out:
+// on the batcher thread, once, when it is answered); no scheduler lock is held.
 // Must be cheap and thread-safe (instances report concurrently).
 using BatchObserver = std::function<void(const BatchReport&)>;
 
@@ -52,8 +54,10 @@ class Scheduler {
   virtual int64_t InFlight() const = 0;
   // Accepted requests still waiting in a queue (not yet in a running batch).
   virtual int64_t QueueDepth() const = 0;
-  // Instances still given batches. An instance whose backend answers a batch Unavailable (its device is gone)
-  // is taken out of rotation for good; with none left, queued and new requests are answered Unavailable.
+  // Instances still given batches. An instance whose backend answers a batch Unavailable (its device is gone),
+  // or whose batch runs longer than the model's execution_timeout_ms (hung; that batch is answered Unavailable
+  // at the timeout), is taken out of rotation for good; with none left, queued and new requests are answered
+  // Unavailable.
   virtual int InstancesInRotation() const = 0;
 
   virtual const ModelConfig& model() const = 0;

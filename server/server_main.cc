@@ -76,7 +76,7 @@ absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
   return done.get();
 }
 
-int WaitAndDrain(const ServerConfig& config, Server& server, sigset_t signals) {
+[[noreturn]] void WaitAndDrain(const ServerConfig& config, Server& server, sigset_t signals) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   const int64_t in_flight = server.hub().InFlight();
@@ -93,7 +93,11 @@ int WaitAndDrain(const ServerConfig& config, Server& server, sigset_t signals) {
                  stats.fail.count);
   }
   spdlog::info("drain complete ({} request(s) were in flight); exiting 0", in_flight);
-  return 0;
+  // Every accepted request is answered and the listeners are closed: exit without destroying the models, since
+  // an instance whose execution timed out may still be inside its backend (destroying it would wait for it).
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 int Run(int argc, char** argv) {
@@ -131,7 +135,7 @@ int Run(int argc, char** argv) {
   spdlog::info("READY in {:.2f} s ({} models, {} generation models)", absl::ToDoubleSeconds(absl::Now() - start),
                (*server)->hub().models().size(), (*server)->hub().generation_models().size());
   Announce(*config, **server, "READY", "");
-  return WaitAndDrain(*config, **server, signals);
+  WaitAndDrain(*config, **server, signals);
 }
 
 }  // namespace

@@ -87,6 +87,11 @@ void ModelMetrics::RecordBatch(const BatchReport& report) {
   const size_t bucket = std::lower_bound(bucket_lengths_.begin(), bucket_lengths_.end(), report.bucket_length) -
                         bucket_lengths_.begin();
   const double compute = absl::ToDoubleSeconds(report.compute);
+  if (report.timed_out) {  // it never finished: no compute or batch-size sample, but the instance was held
+    execution_timeouts_[report.instance]->Increment();
+    busy_seconds_[report.instance]->Increment(compute);
+    return;
+  }
   compute_by_bucket_[bucket]->Observe(compute);
   batches_by_bucket_[bucket]->Increment();
   batch_size_->Observe(report.batch_size);
@@ -196,9 +201,13 @@ void ModelMetrics::AddInstanceSeries(prometheus::Registry& r, size_t instances) 
                    .Register(r);
   auto& busy_ratio = BuildGauge().Name("sluice_instance_busy_ratio")
                          .Help("Busy seconds / seconds since start, per instance").Register(r);
+  auto& timeouts = BuildCounter().Name("sluice_execution_timeouts_total")
+                      .Help("Batches that ran past the model's execution_timeout_ms (the instance then leaves rotation)")
+                      .Register(r);
   for (size_t i = 0; i < instances; ++i) {
     busy_seconds_.push_back(&busy.Add(LabelsWith("instance", std::to_string(i))));
     busy_ratio_.push_back(&busy_ratio.Add(LabelsWith("instance", std::to_string(i))));
+    execution_timeouts_.push_back(&timeouts.Add(LabelsWith("instance", std::to_string(i))));
   }
 }
 
@@ -210,7 +219,7 @@ void ModelMetrics::AddStateGauges(prometheus::Registry& r) {
   model_ready_ = &BuildGauge().Name("sluice_model_ready").Help("1 when the model is loaded, warmed and serving")
                       .Register(r).Add(model);
   in_rotation_ = &BuildGauge().Name("sluice_instances_in_rotation")
-                      .Help("Instances still given batches (one whose device failed Unavailable is taken out)")
+                      .Help("Instances still given batches (one whose device failed Unavailable or whose batch hung is taken out)")
                       .Register(r).Add(model);
   padding_efficiency_ = &BuildGauge().Name("sluice_padding_efficiency")
                              .Help("real / computed input steps (1 = no padding waste)").Register(r).Add(model);

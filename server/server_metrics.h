@@ -98,6 +98,7 @@ class ModelMetrics {
   prometheus::Counter* audio_seconds_ = nullptr;
   std::vector<prometheus::Counter*> busy_seconds_;  // per instance
   std::vector<prometheus::Gauge*> busy_ratio_;
+  std::vector<prometheus::Counter*> execution_timeouts_;  // per instance
   prometheus::Gauge* queue_depth_ = nullptr;
   prometheus::Gauge* in_flight_ = nullptr;
   prometheus::Gauge* model_ready_ = nullptr;

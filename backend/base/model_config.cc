@@ -135,11 +135,17 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   std::optional<YamlNode> node = root.Optional("batching");
   if (!node) return options;
   SLUICE_RETURN_IF_ERROR(node->CheckKeys(
-      {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level"}));
+      {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms"}));
   if (auto delay = node->Optional("max_queue_delay_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
     if (!(std::isfinite(options.max_queue_delay_ms) && options.max_queue_delay_ms >= 0)) {
       return delay->Error("must be >= 0 and finite");
+    }
+  }
+  if (auto timeout = node->Optional("execution_timeout_ms")) {
+    SLUICE_ASSIGN_OR_RETURN(options.execution_timeout_ms, timeout->AsDouble());
+    if (!(std::isfinite(options.execution_timeout_ms) && options.execution_timeout_ms >= 0)) {
+      return timeout->Error("must be >= 0 and finite (0: no limit)");
     }
   }
   if (auto size = node->Optional("max_queue_size")) {
@@ -209,7 +215,8 @@ absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
 
 absl::StatusOr<SimFaults> ParseSimFaults(const YamlNode& node) {
   SLUICE_RETURN_IF_ERROR(node.ExpectMap());
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"error_rate", "exception_rate", "gone_after_batches", "seed"}));
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys(
+      {"error_rate", "exception_rate", "gone_after_batches", "hang_after_batches", "hang_ms", "replica", "seed"}));
   SimFaults faults;
   for (auto [key, rate] : {std::pair{"error_rate", &faults.error_rate}, {"exception_rate", &faults.exception_rate}}) {
     if (auto value = node.Optional(key)) {
@@ -221,6 +228,19 @@ absl::StatusOr<SimFaults> ParseSimFaults(const YamlNode& node) {
   if (auto gone = node.Optional("gone_after_batches")) {
     SLUICE_ASSIGN_OR_RETURN(faults.gone_after_batches, gone->AsInt());
     if (faults.gone_after_batches < 0) return gone->Error("must be >= 0 (0: never)");
+  }
+  if (auto hang = node.Optional("hang_after_batches")) {
+    SLUICE_ASSIGN_OR_RETURN(faults.hang_after_batches, hang->AsInt());
+    if (faults.hang_after_batches < 0) return hang->Error("must be >= 0 (0: never)");
+  }
+  if (auto hang_ms = node.Optional("hang_ms")) {
+    SLUICE_ASSIGN_OR_RETURN(faults.hang_ms, hang_ms->AsDouble());
+    if (!(std::isfinite(faults.hang_ms) && faults.hang_ms >= 0)) return hang_ms->Error("must be >= 0 and finite");
+  }
+  if (auto replica = node.Optional("replica")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t value, replica->AsInt());
+    if (value < 0 || value > 1023) return replica->Error("must be a replica index, 0..1023");
+    faults.replica = static_cast<int>(value);
   }
   if (auto seed = node.Optional("seed")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t value, seed->AsInt());

@@ -58,18 +58,27 @@ struct BatchingOptions {
   // Request priority 1 is the highest; a request's priority 0 means default_priority_level (as in Triton).
   int priority_levels = 3;
   int default_priority_level = 2;
+  // A batch whose execution has not returned after this long is answered Unavailable and its instance taken
+  // out of rotation (a hung device call cannot be interrupted). 0: no limit. Generous by default: the slowest
+  // bucket of a CPU graph takes about a second here.
+  double execution_timeout_ms = 60000;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the
 // variable axis). Outputs' variable axis has ceil(length * output_steps_per_input_step) steps.
 // Faults the `sim` device injects, for tests that faults stay contained (config `sim: {faults: {...}}`): each
 // batch throws an exception with probability exception_rate, else fails Internal with probability error_rate;
-// every batch after the first gone_after_batches (0: never) fails Unavailable, as a device that disappeared.
-// Draws are deterministic: a generator seeded with seed + the instance's replica index.
+// every batch after the first gone_after_batches (0: never) fails Unavailable, as a device that disappeared;
+// every batch after the first hang_after_batches (0: never) blocks for hang_ms before it runs, as a hung device
+// call. Draws are deterministic: a generator seeded with seed + the instance's replica index. `replica` limits
+// the faults to that one replica (unset: every replica).
 struct SimFaults {
   double error_rate = 0.0;
   double exception_rate = 0.0;
   int64_t gone_after_batches = 0;
+  int64_t hang_after_batches = 0;
+  double hang_ms = 3600000;
+  std::optional<int> replica;
   uint64_t seed = 1;
 };
 

@@ -109,6 +109,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "expected an integer, got '3.5s'"},
         BadCase{"negative delay", ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: -1"),
                 "batching.max_queue_delay_ms", "must be >= 0"},
+        BadCase{"negative execution timeout",
+                ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, execution_timeout_ms: -1"),
+                "batching.execution_timeout_ms", "must be >= 0 and finite (0: no limit)"},
         BadCase{"unknown device", ValidWith("device: cpu", "device: tpu"), "9:32: instances[0].device",
                 "unknown device 'tpu'"},
         BadCase{"zero count", ValidWith("count: 2", "count: 0"), "instances[0].count", "between 1 and 64"},
@@ -209,6 +212,25 @@ TEST(ModelConfigTest, SimFaultsParseAndAreChecked) {
               HasSubstr("<= 1"));
   EXPECT_THAT(Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {hang: 1}}\n").status().ToString(),
               HasSubstr("hang"));
+  absl::StatusOr<ModelConfig> hanging =
+      Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {hang_after_batches: 4, hang_ms: 250, replica: 1}}\n");
+  ASSERT_TRUE(hanging.ok()) << hanging.status();
+  EXPECT_EQ(hanging->sim->faults.hang_after_batches, 4);
+  EXPECT_DOUBLE_EQ(hanging->sim->faults.hang_ms, 250);
+  EXPECT_EQ(hanging->sim->faults.replica, 1);
+  EXPECT_FALSE(config->sim->faults.replica.has_value());  // unset: every replica
+  EXPECT_THAT(Parse(sim + "sim: {base_ms: 1, per_sample_us: 0, faults: {replica: -1}}\n").status().ToString(),
+              HasSubstr("must be a replica index"));
+}
+
+TEST(ModelConfigTest, ExecutionTimeoutDefaultsToAMinuteAndZeroMeansNoLimit) {
+  absl::StatusOr<ModelConfig> config = Parse(kValid);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->batching.execution_timeout_ms, 60000);
+  absl::StatusOr<ModelConfig> off =
+      Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, execution_timeout_ms: 0"));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_DOUBLE_EQ(off->batching.execution_timeout_ms, 0);
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {

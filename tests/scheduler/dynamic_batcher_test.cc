@@ -340,6 +340,87 @@ TEST_F(DynamicBatcherTest, AnInstanceWhoseDeviceIsGoneLeavesRotationAndTheOthers
   EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
 }
 
+TEST_F(DynamicBatcherTest, AHungExecutionIsAnsweredAtTheTimeoutAndItsInstanceLeavesRotation) {
+  model_.batching.execution_timeout_ms = 2000;
+  std::vector<BatchReport> reports;
+  Mutex reports_mu;
+  Start(/*instances=*/2, [&](const BatchReport& r) {
+    MutexLock lock(&reports_mu);
+    reports.push_back(r);
+  });
+  backend(0).Hold();  // instance 0's next batch never returns (until the test ends)
+  std::vector<std::shared_ptr<PendingAnswer>> hung;
+  for (int i = 0; i < 4; ++i) hung.push_back(Submit(*scheduler_, 100));  // a full batch: instance 0 takes it
+  ASSERT_TRUE(Eventually([&] { return backend(0).executed_count() == 1; }));
+  clock_.Advance(absl::Milliseconds(1999));
+  LetThreadsRun();
+  for (auto& a : hung) EXPECT_FALSE(Done(a)) << "answered before the timeout";
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 2);
+  clock_.Advance(absl::Milliseconds(2));
+  for (auto& a : hung) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("model " + model_.name + ", bucket (batch 4, length 100)"));
+    EXPECT_THAT(a->response.status.message(), HasSubstr("instance 0 (scripted)"));
+    EXPECT_THAT(a->response.status.message(), HasSubstr("execution_timeout_ms 2000"));
+  }
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
+  EXPECT_EQ(scheduler_->InFlight(), 0);
+  {
+    MutexLock lock(&reports_mu);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_TRUE(reports[0].timed_out);
+    EXPECT_FALSE(reports[0].ok);
+    EXPECT_EQ(reports[0].instance, 0);
+  }
+
+  // The other instance serves everything after it; the hung one is never given another batch.
+  std::vector<std::shared_ptr<PendingAnswer>> later;
+  for (int i = 0; i < 8; ++i) later.push_back(Submit(*scheduler_, 100));
+  for (auto& a : later) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_TRUE(a->response.status.ok()) << a->response.status;
+  }
+  EXPECT_EQ(backend(0).executed_count(), 1u);
+
+  // When the hung call finally returns, its late result is dropped: nobody is answered twice.
+  backend(0).Release();
+  LetThreadsRun();
+  EXPECT_EQ(scheduler_->InFlight(), 0);
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
+}
+
+TEST_F(DynamicBatcherTest, StopDoesNotWaitForAHungExecution) {
+  model_.batching.execution_timeout_ms = 1000;
+  Start();
+  backend().Hold();
+  std::vector<std::shared_ptr<PendingAnswer>> hung;
+  for (int i = 0; i < 4; ++i) hung.push_back(Submit(*scheduler_, 100));
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
+  clock_.Advance(absl::Milliseconds(1001));
+  for (auto& a : hung) ASSERT_TRUE(WaitDone(a));
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 0);
+  scheduler_->Stop();  // returns although instance 0 is still inside Execute; TearDown releases it
+}
+
+TEST_F(DynamicBatcherTest, ZeroExecutionTimeoutMeansNoLimit) {
+  model_.batching.execution_timeout_ms = 0;
+  Start();
+  backend().Hold();
+  std::vector<std::shared_ptr<PendingAnswer>> slow;
+  for (int i = 0; i < 4; ++i) slow.push_back(Submit(*scheduler_, 100));
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
+  clock_.Advance(absl::Hours(1));
+  LetThreadsRun();
+  for (auto& a : slow) EXPECT_FALSE(Done(a));
+  backend().Release();
+  for (auto& a : slow) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_TRUE(a->response.status.ok()) << a->response.status;
+  }
+  EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
+}
+
 TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
   Start();
   std::vector<std::shared_ptr<PendingAnswer>> answers;

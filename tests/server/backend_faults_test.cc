@@ -1,7 +1,9 @@
 // Backend faults stay contained, end to end: the real sluice-server on sim models that inject faults
 // (model_config.h SimFaults) — failing batches, a backend that throws, devices that disappear. Each fault fails
 // only the requests of its batch, with a message naming model, bucket and instance; the process keeps serving;
-// an instance whose device is gone leaves rotation, and a model with none left reports not ready.
+// an instance whose device is gone leaves rotation, and a model with none left reports not ready; a hung execution
+// is answered at the model's execution_timeout_ms, its instance leaves rotation, and the server still drains to
+// exit 0 (its own server: the hung instance's thread never returns).
 #include <grpcpp/grpcpp.h>
 
 #include "gmock/gmock.h"
@@ -18,12 +20,13 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using testing::ServerProcess;
 
-std::string SimConfig(const std::string& name, int instances, const std::string& faults) {
+std::string SimConfig(const std::string& name, int instances, const std::string& faults,
+                      const std::string& extra_batching = "") {
   return "name: " + name + "\nkind: generic\n"
          "inputs:\n  - {name: x, dtype: FP32, shape: [-1]}\n"
          "outputs:\n  - {name: y, dtype: FP32, shape: [-1]}\n"
          "buckets: {lengths: [16], batch_sizes: [1]}\n"
-         "batching: {max_queue_delay_ms: 0, max_queue_size: 64}\n"
+         "batching: {max_queue_delay_ms: 0, max_queue_size: 64" + extra_batching + "}\n"
          "instances: [{count: " + std::to_string(instances) + ", device: sim}]\n"
          "sim: {base_ms: 1, per_sample_us: 0, faults: " + faults + "}\n";
 }
@@ -31,6 +34,10 @@ std::string SimConfig(const std::string& name, int instances, const std::string&
 testing::SimRepository& repository = testing::AddConfigRepository(
     "faults", {{"flaky", SimConfig("flaky", 1, "{error_rate: 0.2, exception_rate: 0.2, seed: 7}")},
                {"vanishing", SimConfig("vanishing", 2, "{gone_after_batches: 3}")}});
+// Instance 0 hangs (for an hour) from its third batch on; instance 1 is healthy.
+testing::SimRepository& hanging_repository = testing::AddConfigRepository(
+    "hanging", {{"hanging", SimConfig("hanging", 2, "{hang_after_batches: 2, replica: 0}",
+                                      ", execution_timeout_ms: 300")}});
 
 class BackendFaultsTest : public ::testing::Test {
  protected:
@@ -129,6 +136,57 @@ TEST_F(BackendFaultsTest, InstancesWhoseDeviceIsGoneLeaveRotationUntilNoneIsLeft
   int flaky_ok = 0;
   for (int i = 0; i < 10; ++i) flaky_ok += Infer("flaky").ok() ? 1 : 0;
   EXPECT_GT(flaky_ok, 0);
+}
+
+TEST(BackendHangTest, AHungExecutionIsAnsweredAtTheTimeoutTheOtherInstanceServesAndTheServerStillDrains) {
+  ServerProcess server("", {}, hanging_repository.path());
+  ASSERT_TRUE(server.ready()) << server.Log();
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
+  auto infer = [&] {
+    inference::ModelInferRequest request;
+    request.set_model_name("hanging");
+    auto* input = request.add_inputs();
+    input->set_name("x");
+    input->set_datatype("FP32");
+    input->add_shape(1);
+    input->add_shape(4);
+    request.add_raw_input_contents(std::string(16, '\0'));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    inference::ModelInferResponse response;
+    return stub->ModelInfer(&context, request, &response);
+  };
+  // One at a time: instance 0 (the first free one) takes most batches until it hangs on its third; exactly
+  // that request fails, at the timeout, and every other is served (by instance 1 after the hang).
+  int ok = 0, unavailable = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    grpc::Status s = infer();
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+    if (s.ok()) {
+      ++ok;
+      continue;
+    }
+    ++unavailable;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("model hanging, bucket (batch 1, length 16), instance 0 (hanging#0 on sim)"));
+    EXPECT_THAT(s.error_message(), HasSubstr("did not finish within execution_timeout_ms 300"));
+    EXPECT_GE(waited, 0.29);  // answered at the timeout, not before
+    EXPECT_LT(waited, 15);
+  }
+  EXPECT_EQ(unavailable, 1);
+  EXPECT_EQ(ok, 19);
+  httplib::Client http("127.0.0.1", server.http_port());
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("sluice_instances_in_rotation{model=\"hanging\"} 1"));
+  EXPECT_THAT(metrics->body, HasSubstr("sluice_execution_timeouts_total{instance=\"0\",model=\"hanging\"} 1"));
+  EXPECT_THAT(metrics->body, HasSubstr("sluice_model_ready{model=\"hanging\"} 1"));
+  // SIGTERM: everything accepted was answered, so the drain completes and the process exits 0 at once although
+  // instance 0's thread is still inside its backend.
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(20)), 0) << server.Log();
 }
 
 }  // namespace
