@@ -58,6 +58,8 @@ void CheckModel(const ModelConfig& model) {
   FUZZ_CHECK(q.max_queue_size >= 1, absl::StrCat("max_queue_size ", q.max_queue_size));
   FUZZ_CHECK(std::isfinite(q.max_queue_delay_ms) && q.max_queue_delay_ms >= 0,
              absl::StrCat("max_queue_delay_ms ", q.max_queue_delay_ms));
+  FUZZ_CHECK(std::isfinite(q.execution_timeout_ms) && q.execution_timeout_ms >= 0,
+             absl::StrCat("execution_timeout_ms ", q.execution_timeout_ms));
   FUZZ_CHECK(q.priority_levels >= 1 && q.priority_levels <= 16, "priority_levels");
   FUZZ_CHECK(q.default_priority_level >= 1 && q.default_priority_level <= q.priority_levels, "default level");
   for (const InstanceGroup& group : model.instances) FUZZ_CHECK(group.count >= 1 && group.count <= 64, "count");
