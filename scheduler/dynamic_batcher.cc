@@ -1,6 +1,7 @@
 #include "scheduler/dynamic_batcher.h"
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -22,6 +23,13 @@ struct FormedBatch {
   size_t bucket = 0;
   int batch_size = 0;
   std::vector<Queued> requests;
+};
+
+// A batch its backend has returned from, on its way to the instance's finishing thread.
+struct ExecutedBatch {
+  FormedBatch batch;
+  absl::StatusOr<BatchResult> result;
+  absl::Time start, assembled, executed;
 };
 
 class DynamicBatcher final : public Scheduler {
@@ -46,7 +54,10 @@ class DynamicBatcher final : public Scheduler {
       slot_work_.resize(slots_.size());
       in_rotation_ = static_cast<int>(slots_.size());
     }
-    for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { InstanceLoop(*s); });
+    for (auto& slot : slots_) {
+      slot->thread = std::thread([this, s = slot.get()] { ExecutorLoop(*s); });
+      slot->finisher = std::thread([this, s = slot.get()] { FinisherLoop(*s); });
+    }
     batcher_thread_ = std::thread([this] { BatcherLoop(); });
   }
 
@@ -77,7 +88,7 @@ class DynamicBatcher final : public Scheduler {
     MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
     if (in_rotation_ == 0) return NoInstanceLeft();
-    if (queued_ >= model_.batching.max_queue_size) {
+    if (queued_ + prepared_rows_ >= model_.batching.max_queue_size) {  // formed-ahead batches still wait
       return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, " queue is full (max_queue_size ",
                                                        model_.batching.max_queue_size, ")"));
     }
@@ -116,7 +127,10 @@ class DynamicBatcher final : public Scheduler {
       while (in_flight_ > 0) idle_cv_.Wait(&mu_);
       shutdown_ = true;
       batcher_cv_.Signal();
-      for (auto& slot : slots_) slot->cv.Signal();
+      for (auto& slot : slots_) {
+        slot->cv.Signal();
+        slot->finish_cv.Signal();
+      }
     }
     batcher_thread_.join();
     // An instance whose execution timed out may never come back from its backend: Stop does not wait for it
@@ -127,6 +141,7 @@ class DynamicBatcher final : public Scheduler {
       for (const SlotWork& work : slot_work_) hung.push_back(work.executing != nullptr);
     }
     for (size_t i = 0; i < slots_.size(); ++i) {
+      slots_[i]->finisher.join();
       if (!hung[i]) slots_[i]->thread.join();
     }
   }
@@ -138,7 +153,7 @@ class DynamicBatcher final : public Scheduler {
 
   int64_t QueueDepth() const override {
     MutexLock lock(&mu_);
-    return queued_;
+    return queued_ + prepared_rows_;
   }
 
   int InstancesInRotation() const override {
@@ -155,11 +170,13 @@ class DynamicBatcher final : public Scheduler {
     InstanceSlot(Backend* b, int i) : backend(b), index(i) {}
     Backend* const backend;
     const int index;
-    std::thread thread;
-    CondVar cv;  // a batch was assigned, or shutdown
+    std::thread thread;    // runs the backend (ExecutorLoop)
+    std::thread finisher;  // answers executed batches (FinisherLoop)
+    CondVar cv;            // a batch was assigned, or shutdown
+    CondVar finish_cv;     // an executed batch to answer, or shutdown
   };
   struct SlotWork {
-    bool busy = false;                    // from assignment until the batch is answered
+    bool busy = false;                    // from assignment until its executor has nothing more to run
     bool out_of_rotation = false;         // its device is gone or hung: never given another batch
     std::optional<FormedBatch> assigned;  // handed over by the batcher, taken by the instance thread
     // While the backend runs a batch: that batch (owned by the instance thread, which does not touch its
@@ -168,6 +185,9 @@ class DynamicBatcher final : public Scheduler {
     FormedBatch* executing = nullptr;
     absl::Time executing_since;
     bool timed_out = false;
+    // Executed, not yet answered (the finishing thread's work; at most a couple). A vector, not a deque: its
+    // move is noexcept, which slot_work_'s resize needs.
+    std::vector<ExecutedBatch> to_finish;
   };
 
   // The last warm-up run of each bucket gives the first compute estimate, until real runs replace it.
@@ -217,10 +237,13 @@ class DynamicBatcher final : public Scheduler {
   }
 
   // The due bucket whose first request goes first: highest priority level, then oldest.
-  std::optional<size_t> PickBucketLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // full_only: only a bucket holding a whole batch of its efficient size (for forming batches ahead).
+  std::optional<size_t> PickBucketLocked(absl::Time now, bool full_only = false) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::optional<size_t> best;
     for (size_t b = 0; b < queues_.size(); ++b) {
       if (!IsDueLocked(b, now)) continue;
+      if (full_only && static_cast<int>(queues_[b].size()) < EfficientBatchSizeLocked(b)) continue;
       const QueuedRequest& head = queues_[b].Head();
       if (!best) {
         best = b;
@@ -293,11 +316,24 @@ class DynamicBatcher final : public Scheduler {
         continue;
       }
       while (std::optional<size_t> free = FreeSlotLocked()) {
-        std::optional<size_t> bucket = PickBucketLocked(now);
-        if (!bucket) break;
-        slot_work_[*free].assigned = FormBatchLocked(*bucket, now);
+        if (!prepared_.empty()) {
+          slot_work_[*free].assigned = TakePreparedLocked();
+        } else {
+          std::optional<size_t> bucket = PickBucketLocked(now);
+          if (!bucket) break;
+          slot_work_[*free].assigned = FormBatchLocked(*bucket, now);
+        }
         slot_work_[*free].busy = true;
         slots_[*free]->cv.Signal();
+      }
+      // Double buffering: while every instance runs a batch, form up to one whole batch per instance ahead, so
+      // an instance takes its next batch the moment its backend returns, without a hop through this thread.
+      // Only whole batches: a partial one is better left to grow until an instance is free.
+      while (!FreeSlotLocked() && prepared_.size() < static_cast<size_t>(in_rotation_)) {
+        std::optional<size_t> bucket = PickBucketLocked(now, /*full_only=*/true);
+        if (!bucket) break;
+        prepared_.push_back(FormBatchLocked(*bucket, now));
+        prepared_rows_ += static_cast<int>(prepared_.back().requests.size());
       }
       // A call-out under mu_, by design: the clock waits on our condition variable (Clock's contract: it
       // only waits and reads time, never calls back into the scheduler).
@@ -305,62 +341,107 @@ class DynamicBatcher final : public Scheduler {
     }
   }
 
-  void InstanceLoop(InstanceSlot& slot) {
+  FormedBatch TakePreparedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    FormedBatch batch = std::move(prepared_.front());
+    prepared_.pop_front();
+    prepared_rows_ -= static_cast<int>(batch.requests.size());
+    return batch;
+  }
+
+  // The instance's executor: assembles and runs one batch after another and hands each to the finishing thread,
+  // taking its next batch straight from prepared_ when the batcher formed one ahead.
+  void ExecutorLoop(InstanceSlot& slot) {
+    std::optional<FormedBatch> next;
     while (true) {
-      FormedBatch batch;
       {
         MutexLock lock(&mu_);
-        while (!slot_work_[slot.index].assigned && !shutdown_) slot.cv.Wait(&mu_);
-        if (!slot_work_[slot.index].assigned) return;
-        batch = std::move(*slot_work_[slot.index].assigned);
-        slot_work_[slot.index].assigned.reset();
+        SlotWork& work = slot_work_[slot.index];
+        if (!next) {
+          while (!work.assigned && !shutdown_) slot.cv.Wait(&mu_);
+          if (!work.assigned) return;
+          next = std::move(*work.assigned);
+          work.assigned.reset();
+        }
       }
-      const auto [batch_time, device_gone] = RunBatch(slot, batch);
+      ExecutedBatch done = Execute(slot, std::move(*next));
+      next.reset();
       MutexLock lock(&mu_);
-      if (slot_work_[slot.index].timed_out) continue;  // answered and accounted for by TimeOutHungLocked
-      if (device_gone && !slot_work_[slot.index].out_of_rotation) {
-        slot_work_[slot.index].out_of_rotation = true;
+      SlotWork& work = slot_work_[slot.index];
+      if (work.timed_out) continue;  // answered by TimeOutHungLocked; out of rotation: waits for shutdown
+      if (done.result.status().code() == absl::StatusCode::kUnavailable && !work.out_of_rotation) {
+        work.out_of_rotation = true;  // its device is gone
         --in_rotation_;
       }
-      absl::Duration& estimate = estimates_[batch.bucket][table_.BatchSizeIndex(batch.batch_size)];
-      // Smoothed so one slow outlier does not close every later batch early.
+      // Updated before the instance looks free, so the next decision for this bucket already uses it. Smoothed
+      // so one slow outlier does not close every later batch early. Gather + graph only: answering happens off
+      // this path (on the finishing thread).
+      absl::Duration& estimate = estimates_[done.batch.bucket][table_.BatchSizeIndex(done.batch.batch_size)];
+      const absl::Duration batch_time = done.executed - done.start;
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
-      slot_work_[slot.index].busy = false;
-      in_flight_ -= static_cast<int64_t>(batch.requests.size());
+      work.to_finish.push_back(std::move(done));
+      slot.finish_cv.Signal();
+      if (!work.out_of_rotation && !prepared_.empty()) {
+        next = TakePreparedLocked();
+        batcher_cv_.Signal();  // room to form another batch ahead
+      } else {
+        work.busy = false;
+        batcher_cv_.Signal();
+      }
+    }
+  }
+
+  // Assembles and runs one batch. No lock is held while the backend runs.
+  ExecutedBatch Execute(const InstanceSlot& slot, FormedBatch batch) {
+    std::vector<const InferRequest*> requests;
+    for (const Queued& q : batch.requests) requests.push_back(&q->request);
+    ExecutedBatch done;
+    done.start = clock_.Now();
+    const PaddedBatch padded = AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket));
+    done.assembled = clock_.Now();
+    done.batch = std::move(batch);
+    {
+      MutexLock lock(&mu_);
+      slot_work_[slot.index].executing = &done.batch;
+      slot_work_[slot.index].executing_since = done.assembled;
+      if (execution_timeout_ != absl::InfiniteDuration()) batcher_cv_.Signal();  // a new watchdog deadline
+    }
+    done.result = ExecuteContained(slot, padded);
+    done.executed = clock_.Now();
+    MutexLock lock(&mu_);
+    slot_work_[slot.index].executing = nullptr;
+    return done;
+  }
+
+  // The instance's finishing thread: answers executed batches in order, off the executor's path.
+  void FinisherLoop(InstanceSlot& slot) {
+    MutexLock lock(&mu_);
+    while (true) {
+      SlotWork& work = slot_work_[slot.index];
+      while (work.to_finish.empty() && !shutdown_) slot.finish_cv.Wait(&mu_);
+      if (work.to_finish.empty()) return;
+      ExecutedBatch done = std::move(work.to_finish.front());
+      work.to_finish.erase(work.to_finish.begin());
+      mu_.Unlock();
+      Answer(slot, done);
+      mu_.Lock();
+      in_flight_ -= static_cast<int64_t>(done.batch.requests.size());
       batcher_cv_.Signal();
       idle_cv_.SignalAll();
     }
   }
 
-  // Runs one batch and answers its requests. No lock is held here. Returns the batch's whole time (gather,
-  // graph, scatter: what a deadline has to allow for) and whether the backend said its device is gone
-  // (Unavailable).
-  std::pair<absl::Duration, bool> RunBatch(const InstanceSlot& slot, FormedBatch& batch) {
+  // Reports the batch and answers its requests. No lock is held here.
+  void Answer(const InstanceSlot& slot, ExecutedBatch& done) {
+    FormedBatch& batch = done.batch;
     const int rows = static_cast<int>(batch.requests.size());
-    std::vector<const InferRequest*> requests;
-    for (const Queued& q : batch.requests) requests.push_back(&q->request);
-    const absl::Time start = clock_.Now();
-    const PaddedBatch padded = AssembleBatch(model_, requests, batch.batch_size, table_.length(batch.bucket));
-    const absl::Time assembled = clock_.Now();
-    {
-      MutexLock lock(&mu_);
-      slot_work_[slot.index].executing = &batch;
-      slot_work_[slot.index].executing_since = assembled;
-      if (execution_timeout_ != absl::InfiniteDuration()) batcher_cv_.Signal();  // a new watchdog deadline
-    }
-    absl::StatusOr<BatchResult> result = ExecuteContained(slot, padded);
-    const absl::Time executed = clock_.Now();
-    {
-      MutexLock lock(&mu_);
-      slot_work_[slot.index].executing = nullptr;
-      if (slot_work_[slot.index].timed_out) return {executed - start, false};  // too late: already answered
-    }
-    const absl::Duration compute = executed - assembled;
+    const absl::StatusOr<BatchResult>& result = done.result;
+    const absl::Duration compute = done.executed - done.assembled;
     if (on_batch_) {
       BatchReport report{slot.index, table_.length(batch.bucket), batch.batch_size, rows, 0, compute, result.ok()};
-      for (const InferRequest* r : requests) report.real_steps += r->length;
+      for (const Queued& q : batch.requests) report.real_steps += q->request.length;
       on_batch_(report);
     }
+    const absl::Time scatter_start = clock_.Now();
     std::vector<std::vector<HostTensor>> outputs;
     if (result.ok()) outputs = ScatterOutputs(model_, *result, rows);
     const absl::Time scattered = clock_.Now();
@@ -368,16 +449,15 @@ class DynamicBatcher final : public Scheduler {
       InferResponse response;
       response.status = result.ok() ? absl::OkStatus() : result.status();
       if (result.ok()) response.outputs = std::move(outputs[r]);
-      response.queue_time = start - batch.requests[r]->enqueued;
-      response.input_time = assembled - start;
+      response.queue_time = done.start - batch.requests[r]->enqueued;
+      response.input_time = done.assembled - done.start;
       response.compute_time = compute;
-      response.output_time = scattered - executed;
+      response.output_time = scattered - scatter_start;
       response.batch_size = batch.batch_size;
       response.batch_rows_used = rows;
       response.bucket_length = table_.length(batch.bucket);
       batch.requests[r]->request.on_done(std::move(response));
     }
-    return {scattered - start, result.status().code() == absl::StatusCode::kUnavailable};
   }
 
   // The watchdog, on the batcher thread: a batch that has run longer than execution_timeout is answered
@@ -420,6 +500,11 @@ class DynamicBatcher final : public Scheduler {
 
   std::vector<Queued> TakeAllQueuedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<Queued> all;
+    for (FormedBatch& batch : prepared_) {
+      for (Queued& q : batch.requests) all.push_back(std::move(q));
+    }
+    prepared_.clear();
+    prepared_rows_ = 0;
     for (BucketQueue& queue : queues_) {
       for (Queued& q : queue.TakeFront(queue.size())) {
         bucket_of_.erase(q->id);
@@ -476,6 +561,8 @@ class DynamicBatcher final : public Scheduler {
   absl::flat_hash_map<RequestId, size_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // queued request -> bucket
   std::vector<std::vector<absl::Duration>> estimates_ ABSL_GUARDED_BY(mu_);  // [bucket][batch size index]
   std::vector<SlotWork> slot_work_ ABSL_GUARDED_BY(mu_);                     // [instance index]
+  std::deque<FormedBatch> prepared_ ABSL_GUARDED_BY(mu_);  // formed ahead while every instance was busy
+  int prepared_rows_ ABSL_GUARDED_BY(mu_) = 0;
   RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   int queued_ ABSL_GUARDED_BY(mu_) = 0;
   int in_rotation_ ABSL_GUARDED_BY(mu_) = 0;

@@ -365,7 +365,7 @@ TEST_F(DynamicBatcherTest, AHungExecutionIsAnsweredAtTheTimeoutAndItsInstanceLea
     EXPECT_THAT(a->response.status.message(), HasSubstr("execution_timeout_ms 2000"));
   }
   EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
-  EXPECT_EQ(scheduler_->InFlight(), 0);
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));  // counted just after the answers
   {
     MutexLock lock(&reports_mu);
     ASSERT_EQ(reports.size(), 1u);
@@ -419,6 +419,37 @@ TEST_F(DynamicBatcherTest, ZeroExecutionTimeoutMeansNoLimit) {
     EXPECT_TRUE(a->response.status.ok()) << a->response.status;
   }
   EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
+}
+
+TEST_F(DynamicBatcherTest, WhileEveryInstanceIsBusyAWholeBatchIsFormedAheadAndRunsNext) {
+  Start();
+  auto blocker = OccupyInstance();  // bucket 400, batch 4, held inside Execute
+  std::vector<std::shared_ptr<PendingAnswer>> ahead, partial, urgent;
+  std::vector<RequestId> ahead_ids(4);
+  for (int i = 0; i < 4; ++i) ahead.push_back(Submit(*scheduler_, 90 + i, absl::InfiniteFuture(), 0, &ahead_ids[i]));
+  for (int i = 0; i < 2; ++i) partial.push_back(Submit(*scheduler_, 150 + i));  // half a batch: left to grow
+  LetThreadsRun();
+  EXPECT_EQ(scheduler_->QueueDepth(), 6);  // rows formed ahead still count as waiting
+  scheduler_->Cancel(ahead_ids[0]);        // formed: no longer cancellable (as a started batch)
+  RequestId partial_id = 0;
+  partial.push_back(Submit(*scheduler_, 160, absl::InfiniteFuture(), 0, &partial_id));
+  scheduler_->Cancel(partial_id);  // still queued: cancelled at once
+  ASSERT_TRUE(WaitDone(partial.back()));
+  EXPECT_EQ(partial.back()->response.status.code(), absl::StatusCode::kCancelled);
+  partial.pop_back();
+  // Higher-priority work arriving now goes after the batch already formed ahead, not before it.
+  for (int i = 0; i < 2; ++i) urgent.push_back(Submit(*scheduler_, 170 + i, absl::InfiniteFuture(), 1));
+  backend().Release();
+  for (auto* group : {&ahead, &partial, &urgent}) {
+    for (auto& a : *group) {
+      ASSERT_TRUE(WaitDone(a));
+      EXPECT_TRUE(a->response.status.ok()) << a->response.status;
+    }
+  }
+  ASSERT_EQ(backend().executed_count(), 3u);
+  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(90, 91, 92, 93));
+  EXPECT_THAT(backend().executed()[2].row_lengths, ElementsAre(170, 171, 150, 151));  // priority 1 first
+  EXPECT_EQ(scheduler_->QueueDepth(), 0);
 }
 
 TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
