@@ -237,13 +237,10 @@ class DynamicBatcher final : public Scheduler {
   }
 
   // The due bucket whose first request goes first: highest priority level, then oldest.
-  // full_only: only a bucket holding a whole batch of its efficient size (for forming batches ahead).
-  std::optional<size_t> PickBucketLocked(absl::Time now, bool full_only = false) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  std::optional<size_t> PickBucketLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::optional<size_t> best;
     for (size_t b = 0; b < queues_.size(); ++b) {
       if (!IsDueLocked(b, now)) continue;
-      if (full_only && static_cast<int>(queues_[b].size()) < EfficientBatchSizeLocked(b)) continue;
       const QueuedRequest& head = queues_[b].Head();
       if (!best) {
         best = b;
@@ -326,12 +323,14 @@ class DynamicBatcher final : public Scheduler {
         slot_work_[*free].busy = true;
         slots_[*free]->cv.Signal();
       }
-      // Double buffering: while every instance runs a batch, form up to one whole batch per instance ahead, so
-      // an instance takes its next batch the moment its backend returns, without a hop through this thread.
-      // Only whole batches: a partial one is better left to grow until an instance is free.
+      // Double buffering: while every instance runs a batch, form up to one batch per instance ahead, so an
+      // instance takes its next batch the moment its backend returns, without a hop through this thread. Only
+      // when the batch that goes next anyway (oldest due work first) is whole: a partial one is better left to
+      // grow until an instance is free, and whole batches of a busy bucket must not overtake older partial
+      // ones (that starved long, rarely full buckets: p99 doubled in loadtest/accel_bench.sh).
       while (!FreeSlotLocked() && prepared_.size() < static_cast<size_t>(in_rotation_)) {
-        std::optional<size_t> bucket = PickBucketLocked(now, /*full_only=*/true);
-        if (!bucket) break;
+        std::optional<size_t> bucket = PickBucketLocked(now);
+        if (!bucket || static_cast<int>(queues_[*bucket].size()) < EfficientBatchSizeLocked(*bucket)) break;
         prepared_.push_back(FormBatchLocked(*bucket, now));
         prepared_rows_ += static_cast<int>(prepared_.back().requests.size());
       }
