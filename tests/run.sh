@@ -38,4 +38,11 @@ cmake --build build-fuzz -j "$(nproc)"
 tests/fuzz/run_ci.sh build-fuzz 30 2
 echo "tests/run.sh: fuzz build + runs $(( $(date +%s) - fuzz_start )) s"
 
+# libtorch 2.x (tests/torch2, README "libtorch 2.x"): backend/ and its backend tests built against the libtorch inside
+# PyPI's torch 2.9.1 wheel (0.9 GB download into build-torch2/venv), on graphs exported by Debian's torch 1.13.1.
+# About 11 minutes cold on 2 cores, a few with the venv, the models and ccache warm.
+torch2_start=$(date +%s)
+tests/torch2/run.sh "$PWD/build-torch2" --export debian
+echo "tests/run.sh: libtorch 2.x build + tests $(( $(date +%s) - torch2_start )) s"
+
 echo "tests/run.sh: total $(( $(date +%s) - start )) s"
