@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -106,10 +107,14 @@ class DynamicBatcher final : public Scheduler {
     {
       MutexLock lock(&mu_);
       auto it = bucket_of_.find(id);
-      if (it == bucket_of_.end()) return;
-      removed = queues_[it->second].Remove(id);
-      bucket_of_.erase(it);
-      if (removed) --queued_;
+      if (it != bucket_of_.end()) {
+        removed = queues_[it->second].Remove(id);
+        bucket_of_.erase(it);
+        if (removed) --queued_;
+      } else if (std::vector<Queued> formed = TakeFromPreparedLocked([id](const QueuedRequest& q) { return q.id == id; });
+                 !formed.empty()) {
+        removed = std::move(formed.front());
+      }
     }
     if (!removed) return;
     std::vector<Queued> one;
@@ -275,6 +280,9 @@ class DynamicBatcher final : public Scheduler {
     for (const SlotWork& work : slot_work_) {
       if (work.executing != nullptr && !work.timed_out) next = std::min(next, work.executing_since + execution_timeout_);
     }
+    for (const FormedBatch& batch : prepared_) {
+      for (const Queued& q : batch.requests) next = std::min(next, q->request.deadline);
+    }
     return next;
   }
 
@@ -297,6 +305,9 @@ class DynamicBatcher final : public Scheduler {
           --queued_;
           expired.push_back(std::move(q));
         }
+      }
+      for (Queued& q : TakeFromPreparedLocked([now](const QueuedRequest& q) { return q.request.deadline <= now; })) {
+        expired.push_back(std::move(q));
       }
       if (!expired.empty()) {
         mu_.Unlock();
@@ -338,6 +349,27 @@ class DynamicBatcher final : public Scheduler {
       // only waits and reads time, never calls back into the scheduler).
       clock_.WaitUntil(batcher_cv_, mu_, NextWakeLocked(now));
     }
+  }
+
+  // Removes the requests formed ahead for which `take` is true (cancelled, expired): they never ran, and are
+  // answered as queued ones are. A batch left empty is dropped; a smaller one runs at the smallest compiled size
+  // that holds its rows.
+  std::vector<Queued> TakeFromPreparedLocked(const std::function<bool(const QueuedRequest&)>& take)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Queued> taken;
+    for (auto batch = prepared_.begin(); batch != prepared_.end();) {
+      std::vector<Queued> kept;
+      for (Queued& q : batch->requests) (take(*q) ? taken : kept).push_back(std::move(q));
+      batch->requests = std::move(kept);
+      if (batch->requests.empty()) {
+        batch = prepared_.erase(batch);
+        continue;
+      }
+      batch->batch_size = table_.BatchSizeFor(static_cast<int>(batch->requests.size()));
+      ++batch;
+    }
+    prepared_rows_ -= static_cast<int>(taken.size());
+    return taken;
   }
 
   FormedBatch TakePreparedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -9,8 +9,8 @@
 // Double buffering: while every instance is running a batch, the batcher forms up to one batch per instance
 // ahead — the batch that goes next anyway, and only when it is whole (a partial batch is left to grow) — and an
 // instance whose graph returns takes it at once, without a hop through the batcher thread; a batch formed ahead
-// runs next even if higher-priority work arrives after it was formed, and its requests can no longer be
-// cancelled. Answering
+// runs next even if higher-priority work arrives after it was formed; its requests are still cancelled and
+// expire as queued ones do. Answering
 // (scatter, callbacks) runs on a second thread per instance, so the device is not idle while it happens.
 // A batch still running after batching.execution_timeout_ms is answered Unavailable by the batcher thread and
 // its instance leaves rotation (scheduler.h).

@@ -430,7 +430,10 @@ TEST_F(DynamicBatcherTest, WhileEveryInstanceIsBusyAWholeBatchIsFormedAheadAndRu
   for (int i = 0; i < 2; ++i) partial.push_back(Submit(*scheduler_, 150 + i));  // half a batch: left to grow
   LetThreadsRun();
   EXPECT_EQ(scheduler_->QueueDepth(), 6);  // rows formed ahead still count as waiting
-  scheduler_->Cancel(ahead_ids[0]);        // formed: no longer cancellable (as a started batch)
+  scheduler_->Cancel(ahead_ids[0]);        // formed ahead, not started: still cancelled at once
+  ASSERT_TRUE(WaitDone(ahead[0]));
+  EXPECT_EQ(ahead[0]->response.status.code(), absl::StatusCode::kCancelled);
+  ahead.erase(ahead.begin());
   RequestId partial_id = 0;
   partial.push_back(Submit(*scheduler_, 160, absl::InfiniteFuture(), 0, &partial_id));
   scheduler_->Cancel(partial_id);  // still queued: cancelled at once
@@ -447,9 +450,29 @@ TEST_F(DynamicBatcherTest, WhileEveryInstanceIsBusyAWholeBatchIsFormedAheadAndRu
     }
   }
   ASSERT_EQ(backend().executed_count(), 3u);
-  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(90, 91, 92, 93));
+  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(91, 92, 93, 1));  // a dummy row for the cancelled
   EXPECT_THAT(backend().executed()[2].row_lengths, ElementsAre(170, 171, 150, 151));  // priority 1 first
   EXPECT_EQ(scheduler_->QueueDepth(), 0);
+}
+
+TEST_F(DynamicBatcherTest, ARequestFormedAheadStillExpiresAndNeverRuns) {
+  Start();
+  auto blocker = OccupyInstance();
+  std::vector<std::shared_ptr<PendingAnswer>> ahead;
+  ahead.push_back(Submit(*scheduler_, 90, clock_.Now() + absl::Milliseconds(50)));
+  for (int i = 1; i < 4; ++i) ahead.push_back(Submit(*scheduler_, 90 + i));
+  LetThreadsRun();  // a whole batch: formed ahead while the instance is busy
+  clock_.Advance(absl::Milliseconds(50));
+  ASSERT_TRUE(WaitDone(ahead[0]));
+  EXPECT_EQ(ahead[0]->response.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(ahead[0]->response.status.message(), HasSubstr("deadline passed while queued"));
+  backend().Release();
+  for (int i = 1; i < 4; ++i) {
+    ASSERT_TRUE(WaitDone(ahead[i]));
+    EXPECT_TRUE(ahead[i]->response.status.ok()) << ahead[i]->response.status;
+  }
+  ASSERT_EQ(backend().executed_count(), 2u);
+  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(91, 92, 93, 1));
 }
 
 TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
