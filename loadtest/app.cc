@@ -133,6 +133,13 @@ class App {
     if (IsRivaApi(options_.api) && options_.protocol != "grpc") {
       return Fail(kExitUsage, "the Riva speech API is gRPC: --protocol http does not apply to it");
     }
+    if (options_.api == "triton-stream" && options_.protocol != "grpc") {
+      return Fail(kExitUsage, "--api triton-stream is Triton's ModelStreamInfer, a gRPC stream: --protocol http does "
+                              "not apply to it (use --protocol grpc and the server's gRPC address, e.g. -u host:8001)");
+    }
+    if (options_.api == "triton-stream" && options_.generation.chat) {
+      return Fail(kExitUsage, "--chat is for --api openai (ModelStreamInfer has no chat messages)");
+    }
     if (options_.verify && options_.model_repository.empty()) {
       return Fail(kExitUsage, "--verify needs --model-repository (where each model's reference.pt lies)");
     }
@@ -206,7 +213,7 @@ class App {
 
   bool DescribeModel(const ModelShare& share) {
     absl::StatusOr<ModelInfo> info =
-        options_.api == "openai"
+        IsGenerationApi(options_.api)
             ? GenerationModelInfo(share.model, options_.max_length)
             : FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
     if (!info.ok()) return Fail(kExitServer, absl::StrCat("model ", share.model, ": ", info.status().message()));
@@ -237,10 +244,10 @@ class App {
 
   bool VerifyModels() {
     if (!options_.verify) return true;
-    if (options_.api == "openai") {
+    if (IsGenerationApi(options_.api)) {
       for (const WorkloadModel& m : models_) {
-        absl::StatusOr<VerifyReport> v = VerifyGeneration(client_->options(), m.info.name, options_.model_repository,
-                                                          options_.run.timeout_ms);
+        absl::StatusOr<VerifyReport> v = VerifyGeneration(options_.api, client_->options(), m.info.name,
+                                                          options_.model_repository, options_.run.timeout_ms);
         if (!v.ok()) return Fail(kExitUsage, absl::StrCat("verify ", m.info.name, ": ", v.status().message()));
         if (!v->ok()) exit_code_ = kExitCheckFailed;
         report_.verify.push_back(*std::move(v));
@@ -282,17 +289,27 @@ class App {
     return true;
   }
 
-  // --api openai: the plan (real-text prompts when the model's tokenizer is at hand) and the client.
+  // The generation APIs: the plan (real-text prompts when the model's tokenizer is at hand: token ids for openai,
+  // text sized by the tokenizer for triton-stream) and the client.
   bool PrepareGeneration() {
-    if (options_.api != "openai" || options_.dry_run || !load_) return true;
+    if (!IsGenerationApi(options_.api) || options_.dry_run || !load_) return true;
     GenerationPlanOptions plan = options_.generation;
     plan.model = model_names_.front();
     plan.seed = options_.seed;
-    absl::StatusOr<std::vector<int32_t>> corpus =
-        RealTextIds(options_.tokenizer_path, options_.model_repository, plan.model);
-    if (!corpus.ok()) return Fail(kExitUsage, corpus.status().message());
-    plan.corpus_ids = *std::move(corpus);
-    absl::StatusOr<std::unique_ptr<GenerationLoad>> load = GenerationLoad::Create(client_->options(), plan, *workload_);
+    if (options_.api == "triton-stream") {
+      plan.text_prompts = true;
+      absl::StatusOr<std::shared_ptr<const PromptTokenCounter>> counter =
+          LoadPromptTokenCounter(options_.tokenizer_path, options_.model_repository, plan.model);
+      if (!counter.ok()) return Fail(kExitUsage, counter.status().message());
+      plan.counter = *std::move(counter);
+    } else {
+      absl::StatusOr<std::vector<int32_t>> corpus =
+          RealTextIds(options_.tokenizer_path, options_.model_repository, plan.model);
+      if (!corpus.ok()) return Fail(kExitUsage, corpus.status().message());
+      plan.corpus_ids = *std::move(corpus);
+    }
+    absl::StatusOr<std::unique_ptr<GenerationLoad>> load =
+        GenerationLoad::Create(options_.api, client_->options(), plan, *workload_);
     if (!load.ok()) {
       return Fail(absl::IsFailedPrecondition(load.status()) ? kExitServer : kExitUsage, load.status().message());
     }
@@ -475,7 +492,7 @@ class App {
   std::vector<std::string> model_names_;
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<SpeechLoad> speech_;  // the Riva APIs
-  std::unique_ptr<GenerationLoad> generation_;  // --api openai
+  std::unique_ptr<GenerationLoad> generation_;  // --api openai | triton-stream
   Report report_;
 };
 

@@ -22,7 +22,8 @@ inline constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitSer
 
 struct AppOptions {
   // Target.
-  // kserve | riva-offline (Recognize) | riva-streaming (StreamingRecognize) | openai (streamed completions)
+  // kserve | riva-offline (Recognize) | riva-streaming (StreamingRecognize) | openai (streamed completions over
+  // HTTP) | triton-stream (generation over Triton's ModelStreamInfer, gRPC)
   std::string api = "kserve";
   std::string protocol = "grpc";  // grpc | http (KServe v2 REST with binary tensor data)
   std::string address;            // host:port; empty: localhost:8001 (gRPC) or localhost:8000 (HTTP)
@@ -44,9 +45,11 @@ struct AppOptions {
   // Load (RunOptions without the per-run fields) and checks.
   RunOptions run;
   StreamingOptions streaming;  // riva-streaming: streams, chunk length, pacing
-  GenerationPlanOptions generation;  // openai: output lengths, prompt file, ignore_eos, sampling (model and seed
-                                     // are filled in); prompt lengths are the --lengths spec (default fixed:128)
-  std::string tokenizer_path;  // openai: SentencePiece model for real-text prompts (default: the repository's)
+  GenerationPlanOptions generation;  // openai, triton-stream: output lengths, prompt file, ignore_eos, sampling (model
+                                     // and seed are filled in); prompt lengths are the --lengths spec (default
+                                     // fixed:128)
+  std::string tokenizer_path;  // openai, triton-stream: SentencePiece model for real-text prompts (default: the
+                               // repository's); triton-stream needs one (or a prompt file)
   std::string arrival = "poisson";
   std::string slo_path;
   bool verify = false;

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "loadtest/workload.h"
+#include "spdlog/spdlog.h"
 
 namespace sluice::loadtest {
 
@@ -37,7 +39,47 @@ absl::StatusOr<std::unique_ptr<GenerationPlan>> GenerationPlan::Create(const Gen
   } else if (options.chat) {
     return absl::InvalidArgumentError("chat requests send text: give a prompt file");
   }
+  if (options.text_prompts && plan->prompts_.empty()) {
+    if (options.counter == nullptr) {
+      return absl::InvalidArgumentError(
+          "text prompts of a given token count need the model's tokenizer: give --tokenizer PATH or "
+          "--model-repository (with MODEL/tokenizer.model), or send --prompts-file");
+    }
+    int64_t sum = 0;
+    for (absl::string_view word : absl::StrSplit(RealTextCorpus(), ' ', absl::SkipEmpty())) {
+      Word& w = plan->words_.emplace_back();
+      w.text = std::string(word);
+      w.tokens = options.counter->Count(word);
+      sum += w.tokens;
+    }
+    const int64_t whole = options.counter->Count(RealTextCorpus());
+    if (sum != whole) {  // the counts stay exact (measured per prompt); only the drawn lengths are approximate
+      spdlog::warn("the tokenizer does not split the prompt text at spaces ({} tokens in words, {} in the whole): "
+                   "text prompts will be near, not at, the drawn lengths (their counts are measured)",
+                   sum, whole);
+    }
+  }
   return plan;
+}
+
+std::string GenerationPlan::WordsOfLength(int64_t tokens, uint64_t start) const {
+  std::string text;
+  if (words_.empty()) return text;
+  int skipped = 0;
+  constexpr int kMaxSkipped = 4096;  // words in a row that overshoot before the count is given up on
+  for (size_t i = static_cast<size_t>(start % words_.size()); tokens > 0 && skipped < kMaxSkipped;
+       i = (i + 1) % words_.size()) {
+    const Word& w = words_[i];
+    if (w.tokens > tokens || w.tokens == 0) {
+      ++skipped;
+      continue;
+    }
+    skipped = 0;
+    if (!text.empty()) text.push_back(' ');
+    text += w.text;
+    tokens -= w.tokens;
+  }
+  return text;
 }
 
 GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& synthetic_ids) const {
@@ -49,8 +91,14 @@ GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& 
   spec.temperature = options_.temperature;
   spec.chat = options_.chat;
   if (options_.per_request_seed) spec.seed = static_cast<int64_t>(MixSeed(options_.seed ^ 0x5eed, index) >> 1);
+  const PromptTokenCounter* counter = options_.counter.get();
   if (!prompts_.empty()) {
     spec.prompt_text = prompts_[std::uniform_int_distribution<size_t>(0, prompts_.size() - 1)(rng)];
+    if (counter != nullptr) spec.prompt_tokens = counter->added_tokens() + counter->Count(spec.prompt_text);
+  } else if (options_.text_prompts) {
+    const int64_t length = static_cast<int64_t>(synthetic_ids.size());
+    spec.prompt_text = WordsOfLength(length - (counter != nullptr ? counter->added_tokens() : 0), rng());
+    if (counter != nullptr) spec.prompt_tokens = counter->added_tokens() + counter->Count(spec.prompt_text);
   } else if (!options_.corpus_ids.empty()) {
     const std::vector<int32_t>& corpus = options_.corpus_ids;
     const size_t start = static_cast<size_t>(rng() % corpus.size());
@@ -63,7 +111,15 @@ GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& 
 }
 
 std::string GenerationPlan::PromptSource() const {
-  if (!prompts_.empty()) return absl::StrCat("text prompts from ", options_.prompts_file, " (", prompts_.size(), ")");
+  if (!prompts_.empty()) {
+    return absl::StrCat("text prompts from ", options_.prompts_file, " (", prompts_.size(), ")",
+                        options_.text_prompts && options_.counter == nullptr ? ", lengths unknown (no tokenizer)" : "");
+  }
+  if (options_.text_prompts) {
+    return absl::StrCat("text of real-text words sized by the model's tokenizer to the drawn length (",
+                        options_.counter != nullptr ? options_.counter->added_tokens() : 0,
+                        " token added by the server included)");
+  }
   if (!options_.corpus_ids.empty()) {
     return absl::StrCat("token-id arrays cut from real text tokenized by the model's tokenizer (",
                         options_.corpus_ids.size(), " ids)");

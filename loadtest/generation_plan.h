@@ -2,9 +2,12 @@
 // like the tensor workload (workload.h). Prompt lengths are drawn by the workload's length profile (the runner
 // records them); this plan turns a drawn length into token ids: a window of that many ids of real text (a corpus
 // the caller tokenized with the model's own tokenizer), or, without one, the workload's seeded synthetic ids.
-// Or prompts come from a file (one text prompt per line), sent as text. Output lengths come from their own
-// profile (fixed, uniform, lognormal, file) and are sent as max_tokens, with ignore_eos so that every request
-// generates exactly that many tokens (comparable runs).
+// Or prompts come from a file (one text prompt per line), sent as text. APIs that take text only (--api
+// triton-stream) get text prompts instead of ids: words of the same real text, cut at spaces and sized with the
+// model's tokenizer (a PromptTokenCounter) so that the server's count of the prompt (its BOS included) is the
+// drawn length; the count is measured for every prompt and travels with it (GenerationSpec::prompt_tokens).
+// Output lengths come from their own profile (fixed, uniform, lognormal, file) and are sent as max_tokens, with
+// ignore_eos so that every request generates exactly that many tokens (comparable runs).
 // Thread-safety: immutable after Create(); Make() may be called from any number of threads.
 #pragma once
 
@@ -15,10 +18,24 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "loadtest/generation_call.h"
 #include "loadtest/length_profile.h"
-#include "loadtest/openai_stream.h"
 
 namespace sluice::loadtest {
+
+// How the server counts a text prompt: the model's tokenizer, plus the tokens it adds to every text prompt (BOS).
+// Implemented over the model's SentencePiece model in the app layer (generation_app.h), so that this library needs
+// no tokenizer.
+// Thread-safety: Count() may be called from any number of threads.
+class PromptTokenCounter {
+ public:
+  virtual ~PromptTokenCounter() = default;
+  // Tokens of `text` alone (nothing added).
+  virtual int64_t Count(absl::string_view text) const = 0;
+  // Tokens the server adds to a text prompt (1 for a BOS, else 0).
+  virtual int64_t added_tokens() const = 0;
+};
 
 struct GenerationPlanOptions {
   std::string model;
@@ -31,6 +48,10 @@ struct GenerationPlanOptions {
   bool per_request_seed = false;  // send seed = a hash of (seed, i) (sampled runs repeatable request by request)
   bool chat = false;              // /v1/chat/completions (text prompts from a file only)
   uint64_t seed = 1;
+  // Text prompts only (--api triton-stream): real-text words sized by `counter` to the drawn length, or the prompt
+  // file's lines (their counts known with `counter`). Without `counter` only a prompt file will do.
+  bool text_prompts = false;
+  std::shared_ptr<const PromptTokenCounter> counter;
 };
 
 class GenerationPlan {
@@ -47,11 +68,20 @@ class GenerationPlan {
   GenerationPlan& operator=(const GenerationPlan&) = delete;
 
  private:
+  struct Word {
+    std::string text;
+    int64_t tokens = 0;  // counted alone
+  };
+
   GenerationPlan() = default;
+  // Real-text words from a seeded start whose token counts add up to `tokens` (words that would overshoot are
+  // skipped; the corpus wraps around).
+  std::string WordsOfLength(int64_t tokens, uint64_t start) const;
 
   GenerationPlanOptions options_;
   std::unique_ptr<LengthProfile> output_;
   std::vector<std::string> prompts_;
+  std::vector<Word> words_;  // text_prompts with a counter: the corpus split at spaces
 };
 
 // Reads a prompt file: one prompt per line, blank lines skipped, the two characters \n read as a line break.

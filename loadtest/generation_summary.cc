@@ -8,7 +8,7 @@ namespace {
 
 // Calls `fn(record, outcome)` for each successful measured request that has an outcome.
 template <typename Fn>
-void ForEachOutcome(const RunResult& run, const absl::flat_hash_map<uint64_t, OpenAiStreamOutcome>& outcomes,
+void ForEachOutcome(const RunResult& run, const absl::flat_hash_map<uint64_t, GenerationOutcome>& outcomes,
                     Fn fn) {
   for (const RequestRecord& r : run.records) {
     if (!r.measured || !r.ok()) continue;
@@ -20,10 +20,9 @@ void ForEachOutcome(const RunResult& run, const absl::flat_hash_map<uint64_t, Op
 }  // namespace
 
 GenerationStats SummarizeGeneration(const RunResult& run,
-                                    const absl::flat_hash_map<uint64_t, OpenAiStreamOutcome>& outcomes,
+                                    const absl::flat_hash_map<uint64_t, GenerationOutcome>& outcomes,
                                     const SloSpec& slo) {
-  GenerationStats g;
-  g.api = "openai";
+  GenerationStats g;  // api and token_counts: the caller's (openai and usage by default)
   const double window_s = run.window_s();
   std::vector<double> ttft, itl, tpot, e2e;
   const size_t bins = static_cast<size_t>(std::ceil(window_s)) + 1;
@@ -31,7 +30,7 @@ GenerationStats SummarizeGeneration(const RunResult& run,
   for (const RequestRecord& r : run.records) {
     if (r.measured && r.code == kUsageMismatchCode) ++g.usage_mismatches;
   }
-  ForEachOutcome(run, outcomes, [&](const RequestRecord& r, const OpenAiStreamOutcome& o) {
+  ForEachOutcome(run, outcomes, [&](const RequestRecord& r, const GenerationOutcome& o) {
     ++g.requests;
     const int64_t out_tokens = o.completion_tokens.value_or(0);
     g.prompt_tokens += o.prompt_tokens.value_or(0);
@@ -73,9 +72,9 @@ GenerationStats SummarizeGeneration(const RunResult& run,
 }
 
 GenerationSamples GenerationLatencySamples(const RunResult& run,
-                                           const absl::flat_hash_map<uint64_t, OpenAiStreamOutcome>& outcomes) {
+                                           const absl::flat_hash_map<uint64_t, GenerationOutcome>& outcomes) {
   GenerationSamples s;
-  ForEachOutcome(run, outcomes, [&](const RequestRecord& r, const OpenAiStreamOutcome& o) {
+  ForEachOutcome(run, outcomes, [&](const RequestRecord& r, const GenerationOutcome& o) {
     if (o.chunk_times_s.empty()) return;
     s.ttft_ms.push_back((r.sent_s - r.scheduled_s + o.chunk_times_s.front()) * 1e3);
     for (size_t i = 1; i < o.chunk_times_s.size(); ++i) {

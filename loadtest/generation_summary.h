@@ -1,7 +1,8 @@
 // The generation figures of one run (GenerationStats, summary.h) from the runner's records and each successful
-// request's streamed outcome: TTFT, every inter-token (inter-chunk) gap, TPOT, e2e, token counts from `usage`,
-// tokens per second, goodput under the SLO's per-request objectives, and the output-tokens timeline. Open-loop
-// times count from the scheduled send (the client's own lag included), as every latency of the runner does.
+// request's streamed outcome: TTFT, every inter-token (inter-chunk) gap, TPOT, e2e, token counts (openai: from
+// `usage`; triton-stream: the client's own, generation_call.h), tokens per second, goodput under the SLO's
+// per-request objectives, and the output-tokens timeline. Open-loop times count from the scheduled send (the
+// client's own lag included), as every latency of the runner does.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "loadtest/openai_stream.h"
+#include "loadtest/generation_call.h"
 #include "loadtest/report.h"
 #include "loadtest/runner.h"
 #include "loadtest/slo.h"
@@ -19,7 +20,7 @@ namespace sluice::loadtest {
 
 // `outcomes`: by request index, the outcomes of requests that ended OK.
 GenerationStats SummarizeGeneration(const RunResult& run,
-                                    const absl::flat_hash_map<uint64_t, OpenAiStreamOutcome>& outcomes,
+                                    const absl::flat_hash_map<uint64_t, GenerationOutcome>& outcomes,
                                     const SloSpec& slo);
 
 // Every TTFT and every inter-chunk gap of the successful measured requests, in ms (for the plot's histograms).
@@ -27,7 +28,7 @@ struct GenerationSamples {
   std::vector<double> ttft_ms, itl_ms;
 };
 GenerationSamples GenerationLatencySamples(const RunResult& run,
-                                           const absl::flat_hash_map<uint64_t, OpenAiStreamOutcome>& outcomes);
+                                           const absl::flat_hash_map<uint64_t, GenerationOutcome>& outcomes);
 
 // A log-spaced histogram of positive values (`bins` bins from the smallest to the largest).
 Histogram LogHistogram(std::vector<double> values_ms, int bins);

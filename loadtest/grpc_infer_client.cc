@@ -1,6 +1,9 @@
 #include "loadtest/grpc_infer_client.h"
 
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,11 +38,6 @@ GrpcInferClient::GrpcInferClient(const Options& options) : InferClient(options) 
 GrpcInferClient::~GrpcInferClient() {
   CancelAll();
   WaitIdle(absl::Seconds(30));
-}
-
-void GrpcInferClient::Prepare(grpc::ClientContext& context) const {
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!options_.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
 }
 
 void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
@@ -91,29 +89,55 @@ int64_t GrpcInferClient::in_flight() const {
   return static_cast<int64_t>(calls_.size());
 }
 
-grpc::Status GrpcInferClient::ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) {
+namespace {
+
+template <typename Request>
+grpc::Status UnaryControlCall(const std::string& bearer_token, const std::string& model, Request& request,
+                              const std::function<grpc::Status(grpc::ClientContext*, const Request&)>& call) {
   grpc::ClientContext context;
-  Prepare(context);
-  inference::ModelMetadataRequest request;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + bearer_token);
   request.set_name(model);
-  return stubs_.front()->ModelMetadata(&context, request, response);
+  return call(&context, request);
+}
+
+}  // namespace
+
+grpc::Status CallModelMetadata(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                               const std::string& model, inference::ModelMetadataResponse* response) {
+  inference::ModelMetadataRequest request;
+  return UnaryControlCall<inference::ModelMetadataRequest>(
+      bearer_token, model, request,
+      [&](grpc::ClientContext* context, const auto& r) { return stub.ModelMetadata(context, r, response); });
+}
+
+grpc::Status CallModelConfig(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                             const std::string& model, inference::ModelConfigResponse* response) {
+  inference::ModelConfigRequest request;
+  return UnaryControlCall<inference::ModelConfigRequest>(
+      bearer_token, model, request,
+      [&](grpc::ClientContext* context, const auto& r) { return stub.ModelConfig(context, r, response); });
+}
+
+grpc::Status CallModelStatistics(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                                 const std::string& model, inference::ModelStatisticsResponse* response) {
+  inference::ModelStatisticsRequest request;
+  return UnaryControlCall<inference::ModelStatisticsRequest>(
+      bearer_token, model, request,
+      [&](grpc::ClientContext* context, const auto& r) { return stub.ModelStatistics(context, r, response); });
+}
+
+grpc::Status GrpcInferClient::ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) {
+  return CallModelMetadata(*stubs_.front(), options_.bearer_token, model, response);
 }
 
 grpc::Status GrpcInferClient::ModelConfig(const std::string& model, inference::ModelConfigResponse* response) {
-  grpc::ClientContext context;
-  Prepare(context);
-  inference::ModelConfigRequest request;
-  request.set_name(model);
-  return stubs_.front()->ModelConfig(&context, request, response);
+  return CallModelConfig(*stubs_.front(), options_.bearer_token, model, response);
 }
 
 grpc::Status GrpcInferClient::ModelStatistics(const std::string& model,
                                               inference::ModelStatisticsResponse* response) {
-  grpc::ClientContext context;
-  Prepare(context);
-  inference::ModelStatisticsRequest request;
-  request.set_name(model);
-  return stubs_.front()->ModelStatistics(&context, request, response);
+  return CallModelStatistics(*stubs_.front(), options_.bearer_token, model, response);
 }
 
 }  // namespace sluice::loadtest

@@ -19,6 +19,15 @@ namespace sluice::loadtest {
 // message size limits. Shared by every gRPC API the load generator speaks.
 std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options);
 
+// The KServe v2 control calls every gRPC client makes as unary calls on `stub`: a 10 s deadline and the bearer token
+// (when not empty) in `authorization`.
+grpc::Status CallModelMetadata(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                               const std::string& model, inference::ModelMetadataResponse* response);
+grpc::Status CallModelConfig(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                             const std::string& model, inference::ModelConfigResponse* response);
+grpc::Status CallModelStatistics(inference::GRPCInferenceService::Stub& stub, const std::string& bearer_token,
+                                 const std::string& model, inference::ModelStatisticsResponse* response);
+
 class GrpcInferClient final : public InferClient {
  public:
   // REQUIRES: options.address is host:port.
@@ -38,8 +47,6 @@ class GrpcInferClient final : public InferClient {
  private:
   struct Call;
   void Finish(Call* call, const grpc::Status& status);
-  // A context for a unary control call: deadline and bearer token set.
-  void Prepare(grpc::ClientContext& context) const;
 
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;

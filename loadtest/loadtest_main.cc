@@ -20,17 +20,23 @@ int main(int argc, char** argv) {
   bool no_progress = false;
   std::string log_level = "info";
 
-  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC or HTTP, or Riva speech recognition "
-               "(offline or streaming), SLO verdicts, --verify against reference outputs, cost per success, /metrics "
-               "scraping, sweeps, JSON/SVG reports, --compare"};
+  CLI::App app{"sluice-loadtest: closed/open-loop load over KServe v2 gRPC or HTTP, Riva speech recognition "
+               "(offline or streaming), or LLM generation (OpenAI streamed completions, Triton ModelStreamInfer), SLO "
+               "verdicts, --verify against reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG "
+               "reports, --compare"};
   app.set_help_all_flag("--help-all");
 
   app.add_option("--api", o.api,
                  "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "
-                 "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM) or openai "
-                 "(generation: streamed /v1/completions over HTTP, TTFT/ITL/TPOT, usage checked)")
-      ->check(CLI::IsMember({"kserve", "riva-offline", "riva-streaming", "openai"}))->capture_default_str()->group("Target");
-  app.add_option("--protocol", o.protocol, "grpc, or http (KServe v2 REST with binary tensor data)")
+                 "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM), openai "
+                 "(generation: streamed /v1/completions over HTTP, TTFT/ITL/TPOT, usage checked) or triton-stream "
+                 "(generation: Triton's decoupled ModelStreamInfer over gRPC, text_input/text_output, one stream per "
+                 "request, TTFT/ITL/TPOT; text prompts sized with the model's tokenizer)")
+      ->check(CLI::IsMember({"kserve", "riva-offline", "riva-streaming", "openai", "triton-stream"}))
+      ->capture_default_str()->group("Target");
+  app.add_option("--protocol", o.protocol,
+                 "grpc, or http (KServe v2 REST with binary tensor data); openai is always HTTP, riva-* and "
+                 "triton-stream always gRPC")
       ->check(CLI::IsMember({"grpc", "http"}))->capture_default_str()->group("Target");
   app.add_option("-u,--address,--grpc", o.address,
                  "server address host:port (default localhost:8001 for gRPC, localhost:8000 for HTTP)")
@@ -106,26 +112,35 @@ int main(int argc, char** argv) {
   std::string temperature;
   bool no_ignore_eos = false;
   app.add_option("--prompt-tokens", o.lengths,
-                 "openai: prompt length distribution in tokens (fixed:N, uniform:A-B, lognormal:MEDIAN,SIGMA, "
-                 "file:PATH; default fixed:128); sent as token-id arrays cut from real text tokenized by the model's "
-                 "tokenizer (--tokenizer, or MODEL_REPOSITORY/MODEL/tokenizer.model), else synthetic ids in [1, --vocab)")
+                 "openai, triton-stream: prompt length distribution in tokens (fixed:N, uniform:A-B, "
+                 "lognormal:MEDIAN,SIGMA, file:PATH; default fixed:128). openai: token-id arrays cut from real text "
+                 "tokenized by the model's tokenizer (--tokenizer, or MODEL_REPOSITORY/MODEL/tokenizer.model), else "
+                 "synthetic ids in [1, --vocab). triton-stream (text only; needs that tokenizer or --prompts-file): "
+                 "words of the same real text whose count, BOS included, is the drawn length")
       ->group("Generation");
   app.add_option("--output-tokens", o.generation.output_tokens,
-                 "openai: output length distribution, sent as max_tokens (same specs as --prompt-tokens)")
+                 "openai, triton-stream: output length distribution, sent as max_tokens (same specs as "
+                 "--prompt-tokens)")
       ->capture_default_str()->group("Generation");
   app.add_flag("--no-ignore-eos", no_ignore_eos,
-               "openai: let the model stop at EOS (default: ignore_eos, so each request generates max_tokens)")
+               "openai, triton-stream: let the model stop at EOS (default: ignore_eos, so each request generates "
+               "max_tokens; triton-stream then counts output tokens as text responses, a lower bound)")
       ->group("Generation");
   app.add_option("--prompts-file", o.generation.prompts_file,
-                 "openai: text prompts, one per line (\\n for a line break), drawn uniformly; lengths from usage")
+                 "openai, triton-stream: text prompts, one per line (\\n for a line break), drawn uniformly; "
+                 "lengths from usage (openai) or the model's tokenizer (triton-stream)")
       ->group("Generation");
   app.add_flag("--chat", o.generation.chat, "openai: /v1/chat/completions (one user message; needs --prompts-file)")
       ->group("Generation");
-  app.add_option("--temperature", temperature, "openai: sampling temperature (default: the server's)")
+  app.add_option("--temperature", temperature,
+                 "openai, triton-stream: sampling temperature (default: the server's)")
       ->group("Generation");
   app.add_flag("--request-seeds", o.generation.per_request_seed,
-               "openai: send seed = hash(--seed, request index) with every request")->group("Generation");
-  app.add_option("--tokenizer", o.tokenizer_path, "openai: SentencePiece model for the real-text prompts")
+               "openai, triton-stream: send seed = hash(--seed, request index) with every request")
+      ->group("Generation");
+  app.add_option("--tokenizer", o.tokenizer_path,
+                 "openai, triton-stream: SentencePiece model for the real-text prompts (default: "
+                 "MODEL_REPOSITORY/MODEL/tokenizer.model)")
       ->group("Generation");
 
   app.add_option("--slo", o.slo_path, "SLO YAML: PASS/FAIL verdicts and the exit code")->group("Checks");

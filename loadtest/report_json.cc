@@ -91,6 +91,7 @@ void WriteGeneration(Writer& w, const GenerationStats& g) {
   w.StartObject();
   Str(w, "api", g.api);
   Str(w, "prompt_source", g.prompt_source);
+  Str(w, "token_counts", g.token_counts);
   Int(w, "requests", g.requests);
   Int(w, "prompt_tokens", g.prompt_tokens);
   Int(w, "output_tokens", g.output_tokens);

@@ -69,10 +69,10 @@ std::string SpeechSection(const SpeechStats& s) {
 // The generation API's figures: token counts, tokens/s, TTFT / ITL / TPOT / e2e, goodput, usage checks.
 std::string GenerationSection(const GenerationStats& g) {
   std::string out = absl::StrFormat("generation (%s; prompts: %s):\n", g.api, g.prompt_source);
-  absl::StrAppend(&out, absl::StrFormat("  tokens (usage): %d prompt (%.1f per request), %d output (%.1f per request); "
+  absl::StrAppend(&out, absl::StrFormat("  tokens (%s): %d prompt (%.1f per request), %d output (%.1f per request); "
                                         "%.1f output tokens/s, %.1f prompt tokens/s\n",
-                                        g.prompt_tokens, g.mean_prompt_tokens, g.output_tokens, g.mean_output_tokens,
-                                        g.output_tokens_per_s, g.prompt_tokens_per_s));
+                                        g.token_counts, g.prompt_tokens, g.mean_prompt_tokens, g.output_tokens,
+                                        g.mean_output_tokens, g.output_tokens_per_s, g.prompt_tokens_per_s));
   absl::StrAppend(&out, absl::StrFormat("  %-14s %8s %8s %8s %8s %8s %8s %8s\n", "latency ms", "count", "mean", "p50",
                                         "p90", "p95", "p99", "max"),
                   LatencyRow("TTFT", g.ttft), LatencyRow("ITL (gaps)", g.itl), LatencyRow("TPOT", g.tpot),

@@ -33,8 +33,11 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/stream_runner.cc      # --api riva-streaming: N stream slots, real-time pacing
   ${CMAKE_CURRENT_LIST_DIR}/speech_summary.cc     # RTFx, chunk/final latency, WER of a speech run
   ${CMAKE_CURRENT_LIST_DIR}/speech_load.cc        # the Riva APIs' runs for app.cc
+  ${CMAKE_CURRENT_LIST_DIR}/generation_call.cc    # a generation request and its streamed outcome, any API
   ${CMAKE_CURRENT_LIST_DIR}/openai_stream.cc      # OpenAI streaming wire format: body, SSE, chunks, usage check
   ${CMAKE_CURRENT_LIST_DIR}/openai_client.cc      # --api openai: streamed completions on the HTTP worker pool
+  ${CMAKE_CURRENT_LIST_DIR}/triton_stream.cc      # Triton ModelStreamInfer generation wire format, verdict
+  ${CMAKE_CURRENT_LIST_DIR}/triton_stream_client.cc  # --api triton-stream: a callback bidi stream per request
   ${CMAKE_CURRENT_LIST_DIR}/generation_plan.cc    # request i's prompt (real text ids / synthetic / file), max_tokens
   ${CMAKE_CURRENT_LIST_DIR}/generation_summary.cc # TTFT, ITL, TPOT, e2e, tokens/s, goodput of a generation run
   ${CMAKE_CURRENT_LIST_DIR}/generation_load.cc    # the generation API's runs for app.cc

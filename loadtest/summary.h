@@ -67,8 +67,9 @@ struct SpeechStats {
 // the server's `usage` (checked against the stream by the client). Goodput = requests meeting the SLO's
 // per-request ttft_ms / tpot_ms / latency_ms (all successes when none is set) per window second.
 struct GenerationStats {
-  std::string api;  // openai
+  std::string api = "openai";  // openai | triton-stream
   std::string prompt_source;  // how prompts were made (real text token ids, synthetic ids, a prompt file)
+  std::string token_counts = "usage";  // where the token counts come from (openai: usage; triton-stream: the client)
   int64_t requests = 0;       // successful measured requests with an outcome
   int64_t prompt_tokens = 0, output_tokens = 0;
   double prompt_tokens_per_s = 0, output_tokens_per_s = 0;
@@ -95,7 +96,7 @@ struct RunSummary {
   ThroughputStats total;
   std::vector<ThroughputStats> per_model;  // one per workload model, in mix order
   std::optional<SpeechStats> speech;       // the Riva APIs only
-  std::optional<GenerationStats> generation;  // --api openai only
+  std::optional<GenerationStats> generation;  // --api openai | triton-stream only
 };
 
 // `good` decides whether a successful request met every per-request SLO (null: every success is good).

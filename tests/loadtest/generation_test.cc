@@ -150,7 +150,7 @@ TEST(JudgeStreamTest, AcceptsAMatchingStreamAndNamesEachMismatch) {
 }
 
 TEST(JudgeStreamTest, OutcomeSurvivesTheRunnerResponse) {
-  OpenAiStreamOutcome o;
+  GenerationOutcome o;
   o.chunk_times_s = {0.1, 0.15, 0.2};
   o.text = "xyz";
   o.prompt_tokens = 4;
@@ -158,7 +158,7 @@ TEST(JudgeStreamTest, OutcomeSurvivesTheRunnerResponse) {
   o.finish_reason = "length";
   inference::ModelInferResponse response;
   OutcomeToResponse(o, response);
-  const OpenAiStreamOutcome back = OutcomeFromResponse(response);
+  const GenerationOutcome back = OutcomeFromResponse(response);
   EXPECT_EQ(back.chunk_times_s, o.chunk_times_s);
   EXPECT_EQ(back.text, "xyz");
   EXPECT_EQ(back.prompt_tokens, 4);
@@ -225,7 +225,7 @@ TEST(GenerationSummaryTest, TtftItlTpotGoodputAndTimeline) {
                     .measured = true};
   RequestRecord warm{.index = 3, .scheduled_s = 0, .sent_s = 0, .done_s = 0.1, .code = 0, .measured = false};
   run.records = {a, b, bad, warm};
-  absl::flat_hash_map<uint64_t, OpenAiStreamOutcome> outcomes;
+  absl::flat_hash_map<uint64_t, GenerationOutcome> outcomes;
   outcomes[0].chunk_times_s = {0.2, 0.4, 0.7, 1.0};
   outcomes[0].prompt_tokens = 10;
   outcomes[0].completion_tokens = 4;
