@@ -77,6 +77,13 @@ absl::Status ConfigureNeuronVisibleCores(const std::vector<CoreRange>& ranges) {
     }
     return absl::OkStatus();
   }
+  // The runtime takes one contiguous range only (the Neuron runtime configuration guide: "3,5,6" is not valid).
+  if (wanted.find(',') != std::string::npos) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the neuron instance groups' cores (", wanted, ") are not one contiguous range, which ",
+        kNeuronVisibleCoresEnv, " must be for the Neuron runtime: give the groups adjacent cores, or set ",
+        kNeuronVisibleCoresEnv, " to a contiguous range that covers them"));
+  }
   if (setenv(kNeuronVisibleCoresEnv, wanted.c_str(), /*overwrite=*/1) != 0) {
     return absl::InternalError(absl::StrCat("cannot set ", kNeuronVisibleCoresEnv));
   }

@@ -36,9 +36,9 @@ std::string BucketName(const ModelConfig& model, int batch_size, int64_t length)
 
 class TorchBackend final : public Backend {
  public:
-  TorchBackend(const InstanceOptions& options, torch::Device device, InstanceThreads threads)
-      : model_(*options.model), group_(options.group), replica_(options.replica), device_(device),
-        threads_(threads) {}
+  TorchBackend(const InstanceOptions& options, TorchTarget target, InstanceThreads threads)
+      : model_(*options.model), group_(options.group), replica_(options.replica), target_(target),
+        device_(target.device), threads_(threads) {}
 
   // Runs on the loading thread, under this instance's threads and CPUs for the duration (warm-up timings).
   absl::Status LoadAll(int warmup_runs) {
@@ -74,6 +74,7 @@ class TorchBackend final : public Backend {
   std::string Describe() const override {
     std::string where(DeviceKindName(group_.device));
     if (group_.cores) where += absl::StrCat(" cores ", group_.cores->ToString());
+    if (target_.neuron_cores) where += absl::StrCat(" (", target_.neuron_cores->ToString(), ")");
     return absl::StrCat(model_.name, "#", replica_, " on ", where, " (", group_.intra_op_threads,
                         " intra-op thread", group_.intra_op_threads == 1 ? "" : "s", ")");
   }
@@ -83,15 +84,15 @@ class TorchBackend final : public Backend {
     const std::string path = model_.GraphPath(batch_size, length);
     BucketLoadStats stats{batch_size, length, 0, 0};
     const auto load_start = Clock::now();
-    try {
-      torch::jit::Module module = torch::jit::load(path, device_);
-      module.eval();
-      stats.load_seconds = SecondsSince(load_start);
-      graphs_.emplace(std::make_pair(batch_size, length), std::move(module));
-    } catch (const std::exception& e) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot load ", BucketName(model_, batch_size, length),
-                                                        " from ", path, ": ", FirstLine(e.what())));
+    // Device neuron: onto this replica's NeuronCores (torch_device.h).
+    absl::StatusOr<torch::jit::Module> module = LoadTorchGraph(target_, path);
+    if (!module.ok()) {
+      return absl::Status(module.status().code(), absl::StrCat("cannot load ", BucketName(model_, batch_size, length),
+                                                               " from ", path, ": ", module.status().message()));
     }
+    module->eval();
+    stats.load_seconds = SecondsSince(load_start);
+    graphs_.emplace(std::make_pair(batch_size, length), std::move(*module));
     const auto warm_start = Clock::now();
     for (int i = 0; i < warmup_runs; ++i) {
       const auto run_start = Clock::now();
@@ -170,7 +171,8 @@ class TorchBackend final : public Backend {
   const ModelConfig& model_;
   const InstanceGroup group_;
   const int replica_;
-  const torch::Device device_;
+  const TorchTarget target_;
+  const torch::Device device_;  // target_.device
   const InstanceThreads threads_;
   std::map<std::pair<int, int64_t>, torch::jit::Module> graphs_;
   std::vector<BucketLoadStats> stats_;
@@ -179,9 +181,9 @@ class TorchBackend final : public Backend {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateTorchBackend(const InstanceOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
+  SLUICE_ASSIGN_OR_RETURN(TorchTarget target, ChooseTorchTarget(options));
   SLUICE_ASSIGN_OR_RETURN(InstanceThreads threads, InstanceThreads::Create(options));
-  auto backend = std::make_unique<TorchBackend>(options, device, threads);
+  auto backend = std::make_unique<TorchBackend>(options, target, threads);
   SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
   return backend;
 }

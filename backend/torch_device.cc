@@ -39,6 +39,42 @@ absl::StatusOr<c10::Device> ChooseTorchDevice(const InstanceOptions& options) {
   return absl::InvalidArgumentError("the torch backend does not run device sim");
 }
 
+absl::StatusOr<TorchTarget> ChooseTorchTarget(const InstanceOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(c10::Device device, ChooseTorchDevice(options));
+  TorchTarget target{device, std::nullopt};
+  if (options.group.device != DeviceKind::kNeuron) return target;
+  const std::string who = absl::StrCat("model ", options.model->name, " instance #", options.replica);
+  if (!options.group.cores) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": device neuron needs cores (the replica's NeuronCores)"));
+  }
+  const char* visible = std::getenv(kNeuronVisibleCoresEnv);
+  absl::StatusOr<NeuronCorePlacement> placement =
+      NeuronPlacementWithinVisible(*options.group.cores, visible == nullptr ? "" : visible);
+  if (!placement.ok()) {
+    return absl::Status(placement.status().code(), absl::StrCat(who, ": ", placement.status().message()));
+  }
+  target.neuron_cores = *placement;
+  return target;
+}
+
+absl::StatusOr<torch::jit::Module> LoadTorchGraph(const TorchTarget& target, const std::string& path) {
+  std::optional<torch::jit::Module> module;
+  auto load = [&]() -> absl::Status {
+    try {
+      module = torch::jit::load(path, target.device);
+    } catch (const std::exception& e) {  // c10::Error derives from std::exception
+      return absl::FailedPreconditionError(FirstLine(e.what()));
+    }
+    return absl::OkStatus();
+  };
+  if (target.neuron_cores) {
+    SLUICE_RETURN_IF_ERROR(WithNeuronCoreDefaults(*target.neuron_cores, load));
+  } else {
+    SLUICE_RETURN_IF_ERROR(load());
+  }
+  return std::move(*module);
+}
+
 namespace {
 
 // The BLAS found at run time and its thread-count calls (each null when that BLAS lacks it).

@@ -1,7 +1,8 @@
 // What the libtorch backends (torch_backend.cc: bucket graphs; torch_generation_backend.cc: prefill/decode
 // graphs) share about devices and threads: the torch::Device of an instance group (loading AWS's
 // libtorchneuron.so first for device neuron; NEURON_RT_VISIBLE_CORES is set once per process by
-// ModelRepository::Load), and InstanceThreads, which makes `intra_op_threads`, `inter_op_threads` and (device cpu)
+// ModelRepository::Load), how a graph file loads there (device neuron: onto the replica's own NeuronCores, see
+// neuron_placement.h), and InstanceThreads, which makes `intra_op_threads`, `inter_op_threads` and (device cpu)
 // `cores` hold for every thread pool a graph can reach. Included only by backend/*.cc: it carries libtorch headers.
 //
 // The pools a graph can use with Debian 12's libtorch 1.13.1, and how each is bounded (checked with ldd,
@@ -24,13 +25,15 @@
 //   model asking for another value is an error. Its threads start at the first fork, from the forking thread.
 // - pthreadpool (XNNPACK/QNNPACK quantized kernels): process-wide, sized by at::set_num_threads (last caller).
 //
-// Thread-safety: ChooseTorchDevice, LoadedBlas and InstanceThreads::Create are safe to call concurrently;
+// Thread-safety: ChooseTorchDevice, ChooseTorchTarget, LoadTorchGraph (neuron loads take turns: see
+// neuron_placement.h), LoadedBlas and InstanceThreads::Create are safe to call concurrently;
 // ApplyToCallingThread and ScopedInstanceThreads act on the calling thread only.
 #pragma once
 
 #include <ATen/Parallel.h>
 #include <c10/core/Device.h>
 #include <sched.h>
+#include <torch/script.h>
 
 #include <cstdint>
 #include <optional>
@@ -40,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 #include "backend/base/core_range.h"
+#include "backend/neuron_placement.h"
 
 namespace sluice {
 
@@ -47,6 +51,24 @@ namespace sluice {
 // loading options.group.neuron_library (Neuron graphs take host tensors; the Neuron runtime moves them).
 // InvalidArgument for device sim.
 absl::StatusOr<c10::Device> ChooseTorchDevice(const InstanceOptions& options);
+
+// Where one instance's graphs load.
+struct TorchTarget {
+  c10::Device device = c10::Device(c10::kCPU);
+  // Device neuron: the replica's NeuronCores (options.group.cores) among the process's visible NeuronCores.
+  std::optional<NeuronCorePlacement> neuron_cores;
+};
+
+// ChooseTorchDevice, and for device neuron the replica's placement among NEURON_RT_VISIBLE_CORES as set now
+// (ModelRepository::Load sets it before creating instances; unset: all cores, numbered from 0). Errors name the
+// model and replica (a neuron group without cores, or cores that are not visible).
+// REQUIRES: options.group.cores, if set, is already this replica's slice (ModelRepository splits the group's).
+absl::StatusOr<TorchTarget> ChooseTorchTarget(const InstanceOptions& options);
+
+// torch::jit::load(path) onto target.device. With target.neuron_cores, the load runs inside
+// WithNeuronCoreDefaults, so every Neuron subgraph in the file loads onto those cores; a placement failure is
+// returned before anything loads. A libtorch exception becomes FailedPrecondition with its first line.
+absl::StatusOr<torch::jit::Module> LoadTorchGraph(const TorchTarget& target, const std::string& path);
 
 // The BLAS library that serves this process's sgemm_ (what libtorch calls for float matmuls), found once.
 struct BlasInfo {

@@ -28,12 +28,13 @@ torch::Tensor Int64Vector(const std::vector<int64_t>& values) {
 
 class TorchGenerationBackend final : public GenerationBackend {
  public:
-  TorchGenerationBackend(const InstanceOptions& options, torch::Device device, InstanceThreads threads)
+  TorchGenerationBackend(const InstanceOptions& options, TorchTarget target, InstanceThreads threads)
       : model_(*options.model),
         generation_(*options.model->generation),
         group_(options.group),
         replica_(options.replica),
-        device_(device),
+        target_(target),
+        device_(target.device),
         threads_(threads),
         scratch_slot_(generation_.kv_cache.slots) {}
 
@@ -90,6 +91,7 @@ class TorchGenerationBackend final : public GenerationBackend {
   std::string Describe() const override {
     std::string where(DeviceKindName(group_.device));
     if (group_.cores) where += absl::StrCat(" cores ", group_.cores->ToString());
+    if (target_.neuron_cores) where += absl::StrCat(" (", target_.neuron_cores->ToString(), ")");
     return absl::StrCat(model_.name, "#", replica_, " on ", where, " (", group_.intra_op_threads, " intra-op thread",
                         group_.intra_op_threads == 1 ? "" : "s", ", ", KvCacheSummary(generation_), ")");
   }
@@ -117,8 +119,14 @@ class TorchGenerationBackend final : public GenerationBackend {
     const std::string name = std::filesystem::path(path).filename().string();
     BucketLoadStats stats{batch_size, length, 0, 0, 0};
     const auto load_start = Clock::now();
+    // Device neuron: onto this replica's NeuronCores (torch_device.h).
+    absl::StatusOr<torch::jit::Module> module = LoadTorchGraph(target_, path);
+    if (!module.ok()) {
+      return absl::Status(module.status().code(), absl::StrCat("model ", model_.name, ": cannot load graph ", name,
+                                                               " from ", path, ": ", module.status().message()));
+    }
     try {
-      slot = torch::jit::load(path, device_);
+      slot = std::move(*module);
       slot.eval();
       stats.load_seconds = SecondsSince(load_start);
       const auto warm_start = Clock::now();
@@ -185,7 +193,8 @@ class TorchGenerationBackend final : public GenerationBackend {
   const GenerationOptions& generation_;
   const InstanceGroup group_;
   const int replica_;
-  const torch::Device device_;
+  const TorchTarget target_;
+  const torch::Device device_;  // target_.device
   const InstanceThreads threads_;
   const int scratch_slot_;
   torch::Tensor k_cache_;
@@ -201,9 +210,9 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateTorchGenerationBackend(
   if (!options.model->generation) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
   }
-  SLUICE_ASSIGN_OR_RETURN(torch::Device device, ChooseTorchDevice(options));
+  SLUICE_ASSIGN_OR_RETURN(TorchTarget target, ChooseTorchTarget(options));
   SLUICE_ASSIGN_OR_RETURN(InstanceThreads threads, InstanceThreads::Create(options));
-  auto backend = std::make_unique<TorchGenerationBackend>(options, device, threads);
+  auto backend = std::make_unique<TorchGenerationBackend>(options, target, threads);
   SLUICE_RETURN_IF_ERROR(backend->LoadAll(options.warmup_runs));
   return backend;
 }

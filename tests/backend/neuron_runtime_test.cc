@@ -45,6 +45,13 @@ TEST(NeuronRuntimeTest, ConfiguresVisibleCoresOrChecksTheOperatorsValue) {
   ASSERT_TRUE(ConfigureNeuronVisibleCores({{0, 1}, {2, 3}}).ok());
   EXPECT_STREQ(std::getenv(kNeuronVisibleCoresEnv), "0-3");
 
+  // Groups that leave a gap: the runtime refuses a non-contiguous list, so sluice does not write one.
+  unsetenv(kNeuronVisibleCoresEnv);
+  absl::Status gap = ConfigureNeuronVisibleCores({{0, 1}, {4, 5}});
+  EXPECT_EQ(gap.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gap.message(), HasSubstr("(0-1,4-5) are not one contiguous range"));
+  EXPECT_EQ(std::getenv(kNeuronVisibleCoresEnv), nullptr);
+
   setenv(kNeuronVisibleCoresEnv, "0-7", 1);  // set by the operator: kept when it covers what we need
   EXPECT_TRUE(ConfigureNeuronVisibleCores({{2, 3}}).ok());
   EXPECT_STREQ(std::getenv(kNeuronVisibleCoresEnv), "0-7");

@@ -39,6 +39,22 @@ testing::SimRepository& hanging_repository = testing::AddConfigRepository(
     "hanging", {{"hanging", SimConfig("hanging", 2, "{hang_after_batches: 2, replica: 0}",
                                       ", execution_timeout_ms: 300")}});
 
+// One request of 4 zeros to `model` (length 4 of bucket 16), 20 s deadline.
+grpc::Status InferOne(inference::GRPCInferenceService::Stub& stub, const std::string& model) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* input = request.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(4);
+  request.add_raw_input_contents(std::string(16, '\0'));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  inference::ModelInferResponse response;
+  return stub.ModelInfer(&context, request, &response);
+}
+
 class BackendFaultsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new ServerProcess("", {}, repository.path()); }
@@ -52,20 +68,7 @@ class BackendFaultsTest : public ::testing::Test {
         grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
   }
 
-  grpc::Status Infer(const std::string& model) {
-    inference::ModelInferRequest request;
-    request.set_model_name(model);
-    auto* input = request.add_inputs();
-    input->set_name("x");
-    input->set_datatype("FP32");
-    input->add_shape(1);
-    input->add_shape(4);
-    request.add_raw_input_contents(std::string(16, '\0'));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    inference::ModelInferResponse response;
-    return stub_->ModelInfer(&context, request, &response);
-  }
+  grpc::Status Infer(const std::string& model) { return InferOne(*stub_, model); }
 
   bool Ready(const std::string& model) {
     grpc::ClientContext context;
@@ -143,20 +146,7 @@ TEST(BackendHangTest, AHungExecutionIsAnsweredAtTheTimeoutTheOtherInstanceServes
   ASSERT_TRUE(server.ready()) << server.Log();
   auto stub = inference::GRPCInferenceService::NewStub(
       grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
-  auto infer = [&] {
-    inference::ModelInferRequest request;
-    request.set_model_name("hanging");
-    auto* input = request.add_inputs();
-    input->set_name("x");
-    input->set_datatype("FP32");
-    input->add_shape(1);
-    input->add_shape(4);
-    request.add_raw_input_contents(std::string(16, '\0'));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    inference::ModelInferResponse response;
-    return stub->ModelInfer(&context, request, &response);
-  };
+  auto infer = [&] { return InferOne(*stub, "hanging"); };
   // One at a time: instance 0 (the first free one) takes most batches until it hangs on its third; exactly
   // that request fails, at the timeout, and every other is served (by instance 1 after the hang).
   int ok = 0, unavailable = 0;
