@@ -1,6 +1,7 @@
 #include "backend/base/server_config.h"
 
 #include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
@@ -44,7 +45,14 @@ absl::Status ParseBoundedInt(const YamlNode& section, std::string_view key, int6
 
 std::string ResolvePath(const std::string& config_path, const std::string& text) {
   std::filesystem::path path(text);
-  if (path.is_relative()) path = std::filesystem::absolute(std::filesystem::path(config_path).parent_path() / path);
+  if (path.is_relative()) {
+    // The error_code forms: the throwing ones end the process on a path the OS refuses (found by fuzzing: a name
+    // longer than NAME_MAX made is_regular_file throw ENAMETOOLONG).
+    std::error_code error;
+    std::filesystem::path absolute =
+        std::filesystem::absolute(std::filesystem::path(config_path).parent_path() / path, error);
+    path = error ? std::filesystem::path(config_path).parent_path() / path : absolute;
+  }
   return path.lexically_normal().string();
 }
 
@@ -54,8 +62,10 @@ absl::Status ParseTls(const YamlNode& tls, const std::string& config_path, Serve
     SLUICE_ASSIGN_OR_RETURN(YamlNode node, tls.Required(key));
     SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
     *target = ResolvePath(config_path, text);
-    if (!std::filesystem::is_regular_file(*target)) {
-      return node.Error(absl::StrCat("file '", *target, "' does not exist"));
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(*target, error)) {
+      return node.Error(absl::StrCat("file '", *target, "' ",
+                                     error ? absl::StrCat("cannot be read: ", error.message()) : "does not exist"));
     }
   }
   return absl::OkStatus();

@@ -85,6 +85,10 @@ TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
             "grpc.keepalive_time_ms: must be between 1000 and 86400000, got 5"},
            {"model_repository: m\ntls: {cert: nope.pem, key: k.pem}\n", "tls.cert: file '"},
            {"model_repository: m\ntls: {key: k.pem}\n", "missing required key 'cert'"},
+           // Found by fuzz_server_config (a 10-minute run): a name the OS refuses (over NAME_MAX) made
+           // std::filesystem throw ENAMETOOLONG and ended the process; now an error naming the key.
+           {"model_repository: m\ntls: {cert: " + std::string(300, 'x') + ".pem, key: k.pem}\n",
+            "tls.cert: file '"},
            {"model_repository: m\nauth: {bearer_token: 'a b'}\n", "auth.bearer_token: must be a non-empty token"},
            {"model_repository: m\ndrain_grace_seconds: -1\n", "drain_grace_seconds: must be between 0 and 3600"},
        }) {
