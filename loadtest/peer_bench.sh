@@ -43,7 +43,7 @@
 #   --cpu-rate 30, --sim-rate 40 (req/s), --factor 1.25, --p99-ms 1000, the mix above, seed 1,
 #   build/models/asr_ctc, $SERVER or build/server/sluice-server, $LOADTEST or build/loadtest/sluice-loadtest,
 #   build-peer/venv (made, and the pinned requirements installed from PyPI, when pytriton is missing), a new
-#   /tmp/sluice-peer.XXXXXX. About 18 minutes with the defaults on a loaded 2-core machine.
+#   /tmp/sluice-peer.XXXXXX. About 20 minutes with the defaults on a loaded 2-core machine.
 # Traffic goes to 127.0.0.1 only; every process started here is stopped on exit. The folder keeps
 # peer_bench.json (sluice-peer-bench/1), table.txt, every sluice-loadtest report, the servers' logs and the Triton
 # callable's per-group execution counts (*.stats.json).
