@@ -316,7 +316,7 @@ class DynamicBatcher final : public Scheduler {
         continue;
       }
       if (TimeOutHungLocked(now)) continue;
-      if (in_rotation_ == 0 && queued_ > 0) {  // nothing can run them any more
+      if (in_rotation_ == 0 && queued_ + prepared_rows_ > 0) {  // nothing can run them any more
         std::vector<Queued> stranded = TakeAllQueuedLocked();
         mu_.Unlock();
         AnswerUnrun(std::move(stranded), NoInstanceLeft());
@@ -372,6 +372,13 @@ class DynamicBatcher final : public Scheduler {
     return taken;
   }
 
+  // For good: its device is gone or an execution hung. Idempotent.
+  void TakeOutOfRotationLocked(SlotWork& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (work.out_of_rotation) return;
+    work.out_of_rotation = true;
+    --in_rotation_;
+  }
+
   FormedBatch TakePreparedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     FormedBatch batch = std::move(prepared_.front());
     prepared_.pop_front();
@@ -399,10 +406,7 @@ class DynamicBatcher final : public Scheduler {
       MutexLock lock(&mu_);
       SlotWork& work = slot_work_[slot.index];
       if (work.timed_out) continue;  // answered by TimeOutHungLocked; out of rotation: waits for shutdown
-      if (done.result.status().code() == absl::StatusCode::kUnavailable && !work.out_of_rotation) {
-        work.out_of_rotation = true;  // its device is gone
-        --in_rotation_;
-      }
+      if (done.result.status().code() == absl::StatusCode::kUnavailable) TakeOutOfRotationLocked(work);  // gone
       // Updated before the instance looks free, so the next decision for this bucket already uses it. Smoothed
       // so one slow outlier does not close every later batch early. Gather + graph only: answering happens off
       // this path (on the finishing thread).
@@ -413,11 +417,10 @@ class DynamicBatcher final : public Scheduler {
       slot.finish_cv.Signal();
       if (!work.out_of_rotation && !prepared_.empty()) {
         next = TakePreparedLocked();
-        batcher_cv_.Signal();  // room to form another batch ahead
       } else {
         work.busy = false;
-        batcher_cv_.Signal();
       }
+      batcher_cv_.Signal();  // a free instance, or room to form another batch ahead
     }
   }
 
@@ -500,10 +503,7 @@ class DynamicBatcher final : public Scheduler {
       SlotWork& work = slot_work_[i];
       if (work.executing == nullptr || work.timed_out || now < work.executing_since + execution_timeout_) continue;
       work.timed_out = true;
-      if (!work.out_of_rotation) {
-        work.out_of_rotation = true;
-        --in_rotation_;
-      }
+      TakeOutOfRotationLocked(work);
       const FormedBatch& hung = *work.executing;
       const absl::Status status = absl::UnavailableError(absl::StrCat(
           "model ", model_.name, ", bucket (batch ", hung.batch_size, ", length ", table_.length(hung.bucket),

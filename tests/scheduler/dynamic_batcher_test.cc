@@ -475,6 +475,22 @@ TEST_F(DynamicBatcherTest, ARequestFormedAheadStillExpiresAndNeverRuns) {
   EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(91, 92, 93, 1));
 }
 
+TEST_F(DynamicBatcherTest, ABatchFormedAheadIsAnsweredWhenTheLastInstanceGoes) {
+  Start();
+  auto blocker = OccupyInstance();
+  std::vector<std::shared_ptr<PendingAnswer>> ahead;
+  for (int i = 0; i < 4; ++i) ahead.push_back(Submit(*scheduler_, 90 + i));  // whole: formed ahead, queues empty
+  LetThreadsRun();
+  backend().GoAway();
+  backend().Release();  // the running batch fails Unavailable and the only instance leaves rotation
+  for (auto& a : ahead) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("no instance left"));
+  }
+  EXPECT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0 && scheduler_->QueueDepth() == 0; }));
+}
+
 TEST_F(DynamicBatcherTest, StopFinishesEverythingAcceptedThenRefusesNewWork) {
   Start();
   std::vector<std::shared_ptr<PendingAnswer>> answers;
