@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
 
   app.add_option("--slo", o.slo_path, "SLO YAML: PASS/FAIL verdicts and the exit code")->group("Checks");
   app.add_flag("--verify", o.verify, "send the reference set of each model and compare outputs")->group("Checks");
-  app.add_option("--tolerance", o.tolerance, "--verify: largest allowed absolute error")->capture_default_str()
+  app.add_option("--tolerance", o.tolerance, "--verify: largest allowed error, relative to the reference's largest |value| (absolute below 1)")->capture_default_str()
       ->group("Checks");
 
   app.add_option("--pricing", o.pricing_path, "pricing YAML (deploy/pricing.yaml)")->group("Cost");

@@ -75,6 +75,9 @@ TensorComparison CompareTensor(const std::vector<int64_t>& got_shape, const std:
     c.max_abs_error = std::numeric_limits<double>::infinity();
     return c;
   }
+  double magnitude = 1;
+  for (double v : expected) magnitude = std::max(magnitude, std::abs(v));
+  c.allowed_error = tolerance * magnitude;
   for (size_t i = 0; i < got.size(); ++i) {
     const double error = std::abs(got[i] - expected[i]);
     if (std::isnan(error)) {
@@ -83,7 +86,7 @@ TensorComparison CompareTensor(const std::vector<int64_t>& got_shape, const std:
       continue;
     }
     c.max_abs_error = std::max(c.max_abs_error, error);
-    if (error > tolerance) ++c.mismatched;
+    if (error > c.allowed_error) ++c.mismatched;
   }
   return c;
 }

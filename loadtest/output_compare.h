@@ -1,5 +1,7 @@
 // Compares a served output with a reference output: shape, largest absolute error and the number of
-// elements off by more than a tolerance. Also decodes a ModelInferResponse output (raw or typed contents)
+// elements off by more than a tolerance. The served output ran in a padded bucket and the reference unpadded: two
+// graph shapes whose BLAS kernels round differently, more so for larger values, so the tolerance is relative to
+// the reference's largest |value| (absolute when that is below 1). Also decodes a ModelInferResponse output (raw or typed contents)
 // into doubles. The arithmetic behind --verify, kept free of libtorch so that it is unit-tested directly.
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -28,7 +30,8 @@ absl::StatusOr<std::vector<double>> ToDoubles(const HostTensor& tensor);
 struct TensorComparison {
   bool shape_matches = false;
   int64_t elements = 0;
-  int64_t mismatched = 0;   // |got - expected| > tolerance (or either is NaN); all elements when shapes differ
+  int64_t mismatched = 0;   // |got - expected| > allowed_error (or either is NaN); all elements when shapes differ
+  double allowed_error = 0; // tolerance * max(1, max |expected|)
   double max_abs_error = 0; // over the compared elements; +inf when shapes differ
   bool ok() const { return shape_matches && mismatched == 0; }
 };

@@ -73,7 +73,7 @@ absl::StatusOr<VerifyReport> VerifyModel(InferClient& client, const ModelInfo& m
         case_ok = false;
         why = cmp.shape_matches
                   ? absl::StrCat(model.output_names[j], ": ", cmp.mismatched, " of ", cmp.elements,
-                                 " elements off by more than ", tolerance, " (max ", cmp.max_abs_error, ")")
+                                 " elements off by more than ", cmp.allowed_error, " (max ", cmp.max_abs_error, ")")
                   : absl::StrCat(model.output_names[j], ": shape ", ShapeToString(got->shape), " vs reference ",
                                  ShapeToString(c.outputs[j].shape));
       }

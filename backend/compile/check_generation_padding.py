@@ -11,14 +11,16 @@ reference_generation.json; hf/ when present) the way the C++ backend uses them:
      equals each real row alone at batch 1, logits and cache; NaN in never-written cache positions is not read;
   5. KV length: the smallest two KV lengths agree for positions below the smaller;
   6. generation: greedy prefill + decode through the graphs (each case alone at batch 1, and all cases together
-     in the largest decode batch) gives exactly the reference output_ids.
+     in the largest decode batch) gives the reference output_ids, leaving them only at a near tie (a reference
+     top-2 margin below float_tolerance.NEAR_TIE: float rounding of another shape can swap such logits).
   --same-as DIR2: every graph DIR2 also has gives the same logits and cache on the same inputs (a re-export,
   e.g. llama_export.py --checkpoint DIR/hf, must be identical).
 
-  /usr/bin/python3 backend/compile/check_generation_padding.py MODELS/llama_tiny [--atol 1e-5] [--cross-atol 1e-4]
+  /usr/bin/python3 backend/compile/check_generation_padding.py MODELS/llama_tiny [--rtol 1e-5] [--atol 1e-5]
       [--same-as DIR2]
---atol bounds checks 3 and 5 (the same kernels run); --cross-atol checks 2 and 4 (other batch shapes or eager
-PyTorch: float rounding differs by a few ulps of the logits).
+Checks 2-5 compare two graph shapes (or a graph and eager PyTorch): their BLAS kernels differ per shape and per CPU,
+so they agree within atol + rtol * max|reference| (float_tolerance.py), never bit-exactly. Check 4b (NaN vs zero in
+unwritten cache positions, the same graph) and --same-as (the same graph shapes) are exact.
 Prints one line per check; exits 0 if all pass, 1 otherwise.
 """
 import argparse
@@ -31,6 +33,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import float_tolerance  # noqa: E402
 
 
 class Model:
@@ -82,7 +85,10 @@ def diff(a, b) -> float:
     return (a - b).abs().max().item() if a.numel() else 0.0
 
 
-def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
+def check(model_dir: str, rtol: float, atol: float, same_as: str) -> bool:
+    def bound(*want):
+        return float_tolerance.bound(list(want), rtol, atol)
+
     m = Model(model_dir)
     with open(os.path.join(model_dir, "reference_generation.json")) as f:
         ref = json.load(f)
@@ -124,14 +130,15 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
     if os.path.exists(hf):
         import llama_export
         model, _, _ = llama_export.load_checkpoint(os.path.join(model_dir, "hf"))
-        worst = 0.0
+        worst, allowed = 0.0, float("inf")
         for c in cases[:6]:
             k, v = m.new_cache()
             logits = m.prefill(c["prompt_ids"], 0, k, v)
             with torch.no_grad():
                 eager = model(torch.tensor([c["prompt_ids"]]))[:, -1]
-            worst = max(worst, diff(logits, eager))
-        report(results, "prefill == eager model", worst <= cross_atol, f"max|diff| {worst:.2e} over 6 prompts")
+            worst, allowed = max(worst, diff(logits, eager)), min(allowed, bound(eager))
+        report(results, "prefill == eager model", worst <= allowed,
+               f"max|diff| {worst:.2e} over 6 prompts (allowed {allowed:.2e})")
 
     # 3. one prompt in the two smallest prefill buckets, garbage padding
     l0, l1 = m.g["prefill_lengths"][:2]
@@ -141,8 +148,10 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
     b = m.prefill(prompt, 2, k1, v1, bucket=l1, pad_gen=gen)
     d_logits = diff(a, b)
     d_cache = max(diff(k0[:, 2, :n], k1[:, 2, :n]), diff(v0[:, 2, :n], v1[:, 2, :n]))
-    report(results, f"prefill l{l0} == l{l1}", d_logits <= atol and d_cache <= atol,
-           f"logits max|diff| {d_logits:.2e}, cache (real positions) {d_cache:.2e}")
+    b_logits, b_cache = bound(a), bound(k0[:, 2, :n], v0[:, 2, :n])
+    report(results, f"prefill l{l0} == l{l1}", d_logits <= b_logits and d_cache <= b_cache,
+           f"logits max|diff| {d_logits:.2e} (allowed {b_logits:.2e}), cache (real positions) {d_cache:.2e} "
+           f"(allowed {b_cache:.2e})")
 
     # 4. decode batch 4 (2 real + 2 padding) vs batch 1
     p2 = cases[2]["prompt_ids"]
@@ -154,13 +163,16 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
     big = next((b for b in sizes if b >= 4), sizes[-1])
     batched = m.decode(rows, kb, vb, batch=big, kv_length=m.g["kv_lengths"][0])
     worst_l = worst_c = 0.0
+    ok_rows = True
     for i, row in enumerate(rows):
         ks, vs = k.clone(), v.clone()
         single = m.decode([row], ks, vs, batch=1, kv_length=m.g["kv_lengths"][0])
-        worst_l = max(worst_l, diff(batched[i], single[0]))
-        worst_c = max(worst_c, diff(kb[:, row[2]], ks[:, row[2]]), diff(vb[:, row[2]], vs[:, row[2]]))
-    report(results, f"decode b{big} (2 real + {big - 2} pad) == b1", worst_l <= cross_atol and worst_c <= cross_atol,
-           f"logits max|diff| {worst_l:.2e}, cache {worst_c:.2e}")
+        d_l = diff(batched[i], single[0])
+        d_c = max(diff(kb[:, row[2]], ks[:, row[2]]), diff(vb[:, row[2]], vs[:, row[2]]))
+        ok_rows = ok_rows and d_l <= bound(single[0]) and d_c <= bound(ks[:, row[2]], vs[:, row[2]])
+        worst_l, worst_c = max(worst_l, d_l), max(worst_c, d_c)
+    report(results, f"decode b{big} (2 real + {big - 2} pad) == b1", ok_rows,
+           f"logits max|diff| {worst_l:.2e}, cache {worst_c:.2e} (allowed {bound(single[0]):.2e} on logits)")
 
     # 4b. whatever lies past a row's position (here NaN: an uninitialised cache) is never read
     kn, vn = m.new_cache(float("nan"))
@@ -176,30 +188,32 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
     # 5. KV lengths
     ka, kb_ = m.g["kv_lengths"][:2]
     pos = [n, ka - 1]
-    worst = 0.0
+    worst, allowed = 0.0, float("inf")
     for p in pos:
         k1, v1 = k.clone(), v.clone()
         k2, v2 = k.clone(), v.clone()
         x = m.decode([(17, p, 3)], k1, v1, batch=1, kv_length=ka)
         y = m.decode([(17, p, 3)], k2, v2, batch=1, kv_length=kb_)
-        worst = max(worst, diff(x, y))
-    report(results, f"decode k{ka} == k{kb_}", worst <= atol, f"positions {pos}: max|diff| {worst:.2e}")
+        worst, allowed = max(worst, diff(x, y)), min(allowed, bound(x))
+    report(results, f"decode k{ka} == k{kb_}", worst <= allowed,
+           f"positions {pos}: max|diff| {worst:.2e} (allowed {allowed:.2e})")
 
     # 6. greedy generation vs the reference, alone and all together
     t0 = time.monotonic()
-    bad = []
+    bad, ties = [], []  # a flip at a near tie is float rounding of another shape (float_tolerance.NEAR_TIE)
     for i, c in enumerate(cases):
         k, v = m.new_cache()
         out = [int(m.prefill(c["prompt_ids"], i % m.scratch, k, v, pad_gen=gen).argmax())]
         while len(out) < ref["max_new_tokens"]:
             pos = len(c["prompt_ids"]) + len(out) - 1
             out.append(int(m.decode([(out[-1], pos, i % m.scratch)], k, v, batch=1).argmax()))
-        if out != c["output_ids"]:
-            j = next(j for j, (x, y) in enumerate(zip(out, c["output_ids"])) if x != y)
-            bad.append(f"case {i} differs at step {j} (reference margin {c['top2_margins'][j]:.1e})")
+        j, allowed = float_tolerance.first_divergence(out, c["output_ids"], c["top2_margins"])
+        if j is not None:
+            (ties if allowed else bad).append(f"case {i} differs at step {j} (reference margin "
+                                              f"{c['top2_margins'][j] if j < len(c['top2_margins']) else 0:.1e})")
     report(results, "greedy b1 == reference", not bad,
            "; ".join(bad) or f"{len(cases)} cases x {ref['max_new_tokens']} tokens, "
-           f"{time.monotonic() - t0:.1f} s")
+           f"{time.monotonic() - t0:.1f} s" + (f"; near ties (allowed): {ties}" if ties else ""))
 
     batch = cases[:min(m.g["max_num_seqs"], m.scratch, m.g["decode_batch_sizes"][-1])]
     k, v = m.new_cache()
@@ -209,9 +223,12 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
         logits = m.decode(rows, k, v)
         for o, row in zip(outs, logits):
             o.append(int(row.argmax()))
-    bad = [i for i, (c, o) in enumerate(zip(batch, outs)) if o != c["output_ids"]]
+    verdicts = [float_tolerance.first_divergence(o, c["output_ids"], c["top2_margins"]) for c, o in zip(batch, outs)]
+    bad = [i for i, (j, allowed) in enumerate(verdicts) if not allowed]
+    ties = [i for i, (j, allowed) in enumerate(verdicts) if j is not None and allowed]
     report(results, f"greedy b{len(batch)} (batched) == reference", not bad,
-           f"cases differing: {bad}" if bad else f"{len(batch)} sequences decoded together")
+           f"cases differing: {bad}" if bad else f"{len(batch)} sequences decoded together"
+           + (f"; near ties (allowed): cases {ties}" if ties else ""))
 
     # --same-as: identical graphs
     if same_as:
@@ -239,14 +256,13 @@ def check(model_dir: str, atol: float, cross_atol: float, same_as: str) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dir")
-    parser.add_argument("--atol", type=float, default=1e-5, help="same graph, other padding/KV length")
-    parser.add_argument("--cross-atol", type=float, default=1e-4,
-                        help="other batch size or eager vs graph: other matmul kernels, so float rounding differs "
-                        "(llama_tiny's logits reach ~30, so 1e-4 is ~3e-6 relative)")
+    parser.add_argument("--rtol", type=float, default=float_tolerance.RTOL,
+                        help="across shapes: allowed max|diff| relative to the reference's largest |value|")
+    parser.add_argument("--atol", type=float, default=float_tolerance.ATOL, help="absolute floor of that bound")
     parser.add_argument("--same-as", help="another export of the same weights: its graphs must agree exactly")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    ok = check(args.model_dir, args.atol, args.cross_atol, args.same_as)
+    ok = check(args.model_dir, args.rtol, args.atol, args.same_as)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

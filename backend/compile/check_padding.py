@@ -3,10 +3,12 @@
 
 For each bucket, batches reference cases of different lengths, fills the padding with random garbage (not
 zeros), runs the saved graph and compares each row's real part with the reference output (eager model, batch
-1, unpadded). Prints the max abs diff per bucket; exits 1 if any exceeds --tol or a shape/length is wrong.
+1, unpadded). Prints the max abs diff per bucket; exits 1 if any exceeds its bound or a shape/length is wrong.
+The bucket and the reference are two shapes (other BLAS kernels), so the bound scales with the reference's
+magnitude: atol + rtol * max|reference| (float_tolerance.py).
 
   /usr/bin/python3 backend/compile/check_padding.py DIR/asr_ctc [DIR/text_embed ...]
-      [--tol 1e-4] [--buckets b1_l16000,b8_l256000] [--nonfinite]
+      [--rtol 1e-5] [--atol 1e-5] [--buckets b1_l16000,b8_l256000] [--nonfinite]
 """
 import argparse
 import os
@@ -18,6 +20,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import pad_batch  # noqa: E402
+import float_tolerance  # noqa: E402
 
 
 def load_reference(path: str):
@@ -59,7 +62,7 @@ def pick_rows(cases, batch: int, length: int, prev_length: int):
     return [order[i % len(order)] for i in range(batch)]
 
 
-def check_model(model_dir: str, tol: float, only, nonfinite: bool) -> bool:
+def check_model(model_dir: str, rtol: float, atol: float, only, nonfinite: bool) -> bool:
     with open(os.path.join(model_dir, "config.yaml")) as f:
         cfg = yaml.safe_load(f)
     outputs = cfg["outputs"]
@@ -84,7 +87,7 @@ def check_model(model_dir: str, tol: float, only, nonfinite: bool) -> bool:
             if not isinstance(result, tuple) or len(result) != len(outputs) + int(variable):
                 problems.append(f"returned {type(result).__name__} of wrong arity")
                 result = ()
-            worst = 0.0
+            worst, over = 0.0, False
             for r, (_, refs) in enumerate(rows):
                 for j, decl in enumerate(outputs):
                     if not result:
@@ -99,9 +102,11 @@ def check_model(model_dir: str, tol: float, only, nonfinite: bool) -> bool:
                     if out.shape != ref.shape:
                         problems.append(f"row {r}: shape {tuple(out.shape)} != {tuple(ref.shape)}")
                         continue
-                    worst = max(worst, (out - ref).abs().max().item())
+                    d = float_tolerance.max_diff(out, ref)
+                    over = over or not d <= float_tolerance.bound(ref, rtol, atol)  # `not <=`: NaN fails too
+                    worst = max(worst, d) if d == d else float("nan")
             row_lens = ",".join(str(int(x)) for x in real)
-            bad = problems or not worst < tol  # `not <` so a NaN diff fails too
+            bad = problems or over
             ok = ok and not bad
             print(f"{cfg['name']:>12} {key:<14} max|diff| {worst:.3e}  {ms:8.1f} ms  "
                   f"{'FAIL' if bad else 'ok'}  lengths [{row_lens}]")
@@ -113,12 +118,14 @@ def check_model(model_dir: str, tol: float, only, nonfinite: bool) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dirs", nargs="+")
-    parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--rtol", type=float, default=float_tolerance.RTOL,
+                        help="allowed max|diff| relative to the reference's largest |value|")
+    parser.add_argument("--atol", type=float, default=float_tolerance.ATOL, help="absolute floor of that bound")
     parser.add_argument("--buckets", default="", help="comma-separated b{B}_l{L} names (default: all)")
     parser.add_argument("--nonfinite", action="store_true", help="also put NaN/inf in float padding")
     args = parser.parse_args()
     only = set(filter(None, args.buckets.split(",")))
-    ok = all([check_model(d, args.tol, only, args.nonfinite) for d in args.model_dirs])
+    ok = all([check_model(d, args.rtol, args.atol, only, args.nonfinite) for d in args.model_dirs])
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

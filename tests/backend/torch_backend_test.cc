@@ -10,16 +10,16 @@
 #include "backend/base/model_config.h"
 #include "backend/reference_set.h"
 #include "tests/backend/test_models.h"
+#include "tests/float_tolerance.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::BatchOfCases;
 using ::sluice::testing::ExampleModelDir;
+using ::sluice::testing::CrossShapeTolerance;
 using ::sluice::testing::MaxAbsDiffOnRow;
 using ::testing::HasSubstr;
-
-constexpr float kTolerance = 1e-4f;
 
 // One loaded CPU instance per example model, shared by the tests (loading every bucket takes seconds).
 struct LoadedExample {
@@ -63,7 +63,7 @@ void ExpectBatchMatchesReference(LoadedExample& example, int batch_size, int64_t
             << model.name << " bucket (" << batch_size << ", " << length << ") row " << r << " length "
             << rows[r]->length();
       }
-      EXPECT_LE(MaxAbsDiffOnRow(result->outputs[o], r, want), kTolerance)
+      EXPECT_LE(MaxAbsDiffOnRow(result->outputs[o], r, want), CrossShapeTolerance(want.values<float>()))
           << model.name << " bucket (" << batch_size << ", " << length << ") row " << r << " length "
           << rows[r]->length() << " output " << model.outputs[o].name;
     }

@@ -3,7 +3,8 @@
 LlamaForCausalLM and LlamaTokenizer (unmodified, from PyPI) and checks, for every case of
 MODEL_DIR/reference_generation.json, that
   1. LlamaTokenizer(prompt).input_ids == the reference prompt_ids (BOS + plain SentencePiece), and
-  2. greedy generate() (do_sample False, max_new_tokens from the file, EOS disabled) == the reference output_ids.
+  2. greedy generate() (do_sample False, max_new_tokens from the file, EOS disabled) == the reference output_ids,
+     or leaves them only at a near tie (reference top-2 margin < float_tolerance.NEAR_TIE: other kernels).
 The reference was decoded by sluice's own eager PyTorch model (backend/compile/llama.py), so this proves the
 exported checkpoint is a real Llama that independent code reads and runs the same way.
 
@@ -17,6 +18,9 @@ import time
 
 import torch
 import transformers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "backend", "compile"))
+import float_tolerance  # noqa: E402  (the near-tie rule shared with the exporter's checks)
 from transformers import LlamaForCausalLM, LlamaTokenizer
 
 
@@ -55,13 +59,13 @@ def main() -> int:
         # an argmax that happens to be EOS is kept, exactly as the reference does.
         generated = out[0, len(ids):].tolist()
         ms = (time.monotonic() - t0) * 1000
-        if generated != case["output_ids"]:
-            j = next((j for j, (a, b) in enumerate(zip(generated, case["output_ids"])) if a != b),
-                     min(len(generated), steps))
-            margin = case["top2_margins"][j] if j < steps else float("nan")
-            print(f"  FAIL case {i} ({len(ids)} prompt ids): generate() differs at step {j} of {steps}: "
-                  f"{generated[j:j + 5]} vs {case['output_ids'][j:j + 5]} (reference top-2 margin {margin:.1e})")
-            failures += 1
+        j, allowed = float_tolerance.first_divergence(generated, case["output_ids"], case["top2_margins"])
+        if j is not None:
+            margin = case["top2_margins"][j] if j < len(case["top2_margins"]) else float("nan")
+            print(f"  {'ok' if allowed else 'FAIL'} case {i} ({len(ids)} prompt ids): generate() differs at step {j}"
+                  f" of {steps}: {generated[j:j + 5]} vs {case['output_ids'][j:j + 5]} (reference top-2 margin "
+                  f"{margin:.1e}{': a near tie, float rounding of other kernels' if allowed else ''})")
+            failures += 0 if allowed else 1
             continue
         print(f"  ok   case {i}: {len(ids):4d} prompt ids, {steps} generated ids identical  {ms:7.0f} ms")
     print(f"{len(ref['cases']) - failures} of {len(ref['cases'])} cases match")

@@ -10,9 +10,10 @@ send the reference's exact prompt token ids; chat cases send their messages (so 
 server's prompt_tokens must equal the reference's). The streamed text must equal the reference ids decoded by
 SentencePiece (Debian's python3-sentencepiece), and usage must count the reference's tokens.
 A mismatch is allowed only at a near tie: the reference's top-2 logit margin at the first differing token is
-below 1e-4 (reported); anything else fails. Exit 0 ok, 1 mismatch, 2 usage/transport error.
+below float_tolerance.NEAR_TIE (reported); anything else fails. Exit 0 ok, 1 mismatch, 2 usage/transport error.
 """
 import json
+import os
 import sys
 import threading
 import time
@@ -20,7 +21,8 @@ import urllib.request
 
 import sentencepiece
 
-NEAR_TIE = 1e-4
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "backend", "compile"))
+from float_tolerance import NEAR_TIE  # noqa: E402  (the rule shared by every check against the references)
 
 
 def stream(address, path, body):

@@ -256,6 +256,21 @@ TEST(OutputCompareTest, ExactCloseAndCorrupted) {
   EXPECT_EQ(shape.mismatched, 6);
 }
 
+TEST(OutputCompareTest, ToleranceScalesWithTheReferencesLargestValue) {
+  // Logits of magnitude ~30: an error of 2e-3 is float rounding of another graph shape at 1e-4 relative ...
+  std::vector<double> logits = {30.0, -12.0, 0.25};
+  std::vector<double> rounded = {30.002, -12.0, 0.25};
+  TensorComparison large = CompareTensor({3}, rounded, {3}, logits, 1e-4);
+  EXPECT_TRUE(large.ok());
+  EXPECT_DOUBLE_EQ(large.allowed_error, 30 * 1e-4);
+  // ... but not 4e-3; and below magnitude 1 the tolerance is absolute.
+  rounded[0] = 30.004;
+  EXPECT_FALSE(CompareTensor({3}, rounded, {3}, logits, 1e-4).ok());
+  TensorComparison small = CompareTensor({2}, {0.5002, 0.1}, {2}, {0.5, 0.1}, 1e-4);
+  EXPECT_DOUBLE_EQ(small.allowed_error, 1e-4);
+  EXPECT_FALSE(small.ok());
+}
+
 TEST(OutputCompareTest, DecodesRawAndTypedOutputs) {
   inference::ModelInferResponse response;
   auto* a = response.add_outputs();

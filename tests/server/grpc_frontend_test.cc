@@ -13,6 +13,7 @@
 #include "backend/reference_set.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "tests/float_tolerance.h"
 #include "tests/server/server_process.h"
 
 namespace sluice {
@@ -185,7 +186,8 @@ TEST_F(GrpcFrontendTest, BothModelsMatchReferenceTypedAndRaw) {
         ASSERT_EQ(got.size(), expected.size()) << model << " case " << k;
         float worst = 0;
         for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
-        EXPECT_LE(worst, 1e-4) << model << " case " << k << (raw ? " raw" : " typed");
+        EXPECT_LE(worst, ::sluice::testing::CrossShapeTolerance(expected))
+            << model << " case " << k << (raw ? " raw" : " typed");
         EXPECT_EQ(response.outputs(0).shape(0), 1);
       }
     }
@@ -202,7 +204,8 @@ TEST_F(GrpcFrontendTest, SeveralRowsOfOneLengthTakeBatchSlots) {
   std::vector<float> got = OutputValues(response, 0);
   auto expected = c.outputs[0].values<float>();
   ASSERT_EQ(got.size(), 3 * expected.size());
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i % expected.size()], 1e-4);
+  const double tolerance = ::sluice::testing::CrossShapeTolerance(expected);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i % expected.size()], tolerance);
 }
 
 HostTensor Audio(int64_t samples, float value = 0.1f) {

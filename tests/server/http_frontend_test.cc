@@ -11,6 +11,7 @@
 
 #include "backend/reference_set.h"
 #include "grpc_service.grpc.pb.h"
+#include "tests/float_tolerance.h"
 #include "tests/server/server_process.h"
 
 namespace sluice {
@@ -77,11 +78,12 @@ TEST_F(HttpFrontendTest, JsonAndBinaryInferMatchReference) {
     const size_t json_length = std::stoul(res->get_header_value("Inference-Header-Content-Length"));
     const std::string binary = res->body.substr(json_length);
     auto expected = c.outputs[0].values<float>();
+    const double tolerance = ::sluice::testing::CrossShapeTolerance(expected);
     ASSERT_EQ(binary.size(), expected.size() * 4) << model;
     for (size_t i = 0; i < expected.size(); ++i) {
       float v;
       std::memcpy(&v, binary.data() + 4 * i, 4);
-      ASSERT_NEAR(v, expected[i], 1e-4) << model << " binary element " << i;
+      ASSERT_NEAR(v, expected[i], tolerance) << model << " binary element " << i;
     }
     // JSON form (text_embed: token ids are exact in JSON).
     if (model == "text_embed") {

@@ -20,7 +20,9 @@ import tritonclient.http as thttp
 from google.protobuf import descriptor_pool
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-TOLERANCE = 1e-4
+# Served (a padded bucket) vs the reference (batch 1, unpadded): two graph shapes, other BLAS kernels, so the bound
+# scales with the values' magnitude (backend/compile/float_tolerance.py and tests/float_tolerance.h: the same rule).
+RTOL, ATOL = 1e-5, 1e-5
 MODELS = {  # model -> (input, datatype, output)
     "asr_ctc": ("audio", "FP32", "log_probs"),
     "text_embed": ("input_ids", "INT64", "embedding"),
@@ -42,7 +44,8 @@ def compare(got, expected, what):
     check(got is not None, f"{what}: no output")
     check(got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}")
     diff = float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))) if got.size else 0.0
-    check(diff <= TOLERANCE, f"{what}: max |diff| {diff:.3g} > {TOLERANCE}")
+    bound = ATOL + RTOL * (float(np.max(np.abs(expected))) if expected.size else 0.0)
+    check(diff <= bound, f"{what}: max |diff| {diff:.3g} > {bound:.3g}")
     return diff
 
 
