@@ -267,7 +267,6 @@ std::string FormatReport(const Report& r) {
                       "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
                       ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
                       " (sums over buckets)\n");
-      if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
       for (const auto& [model, v] : m.padding_efficiency) {
         absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
                                               model, v));
