@@ -26,6 +26,8 @@
 namespace sluice::loadtest {
 namespace {
 
+constexpr double kDefaultDurationS = 30;  // measured seconds when neither -d nor -n bounds a run
+
 // "auto" metrics URL: over HTTP, the same server; over gRPC, the HTTP port that pairs with the gRPC port by
 // Triton's convention (8001 -> 8000).
 std::string ResolveMetricsUrl(const AppOptions& o) {
@@ -143,6 +145,14 @@ class App {
     if (options_.verify && options_.model_repository.empty()) {
       return Fail(kExitUsage, "--verify needs --model-repository (where each model's reference.pt lies)");
     }
+    // Without an end a run would last until the hard caps (an hour): measure a bounded default instead, and say so.
+    if (load_ && !options_.dry_run && options_.run.duration_s <= 0 && options_.run.requests <= 0) {
+      options_.run.duration_s = kDefaultDurationS;
+      spdlog::info("neither -d nor -n given: measuring {:g} s after warm-up{} (hard caps: --max-duration {:g} s, "
+                   "--max-requests {})",
+                   kDefaultDurationS, options_.sweep.knob.empty() ? "" : " per sweep step",
+                   options_.run.max_duration_s, options_.run.max_requests);
+    }
     return true;
   }
 
@@ -214,7 +224,7 @@ class App {
   bool DescribeModel(const ModelShare& share) {
     absl::StatusOr<ModelInfo> info =
         IsGenerationApi(options_.api)
-            ? GenerationModelInfo(share.model, options_.max_length)
+            ? GenerationModelInfo(options_.api, client_->options(), share.model, options_.max_length)
             : FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
     if (!info.ok()) return Fail(kExitServer, absl::StrCat("model ", share.model, ": ", info.status().message()));
     std::string spec = LengthSpecFor(share.model, *info);
@@ -232,8 +242,11 @@ class App {
       if (!folder.ok()) {
         return Fail(kExitUsage, absl::StrCat("model ", share.model, ": ", folder.status().message()));
       }
-      spec = absl::StrCat("audio:", options_.audio_dir, " (", folder->clips.size(), " clips, ", folder->truncated,
-                          " cut to the largest bucket)");
+      spec = absl::StrCat("audio:", options_.audio_dir, " (", folder->clips.size(), " clips, ",
+                          folder->resampled > 0 ? absl::StrCat(folder->resampled, " resampled to ", info->sample_rate,
+                                                               " Hz, ")
+                                                : std::string(),
+                          folder->truncated, " cut to the largest bucket)");
       audio = std::make_shared<const AudioFolder>(*std::move(folder));
     }
     report_.models.push_back({info->name, info->kind, spec, share.weight, info->max_length, info->sample_rate,
@@ -264,10 +277,28 @@ class App {
     return true;
   }
 
+  // Token ids are drawn from [1, vocab): --vocab, else the vocabulary the server gives for the model (--api openai),
+  // else 8192.
+  int64_t EffectiveVocab() const {
+    int64_t served = 0;
+    for (const WorkloadModel& m : models_) {
+      if (m.info.vocab_size > 0) served = served > 0 ? std::min(served, m.info.vocab_size) : m.info.vocab_size;
+    }
+    if (options_.vocab > 0) {
+      if (served > 0 && options_.vocab > served) {
+        spdlog::warn("--vocab {} is more than the server's vocab_size {}: ids from {} on will be refused", options_.vocab,
+                     served, served);
+      }
+      return options_.vocab;
+    }
+    return served > 0 ? served : 8192;
+  }
+
   bool BuildWorkload() {
     for (const WorkloadModel& m : models_) model_names_.push_back(m.info.name);
+    vocab_ = EffectiveVocab();
     absl::StatusOr<std::unique_ptr<Workload>> workload =
-        Workload::Create(std::move(models_), options_.seed, options_.vocab);
+        Workload::Create(std::move(models_), options_.seed, vocab_);
     if (!workload.ok()) return Fail(kExitUsage, workload.status().message());
     workload_ = *std::move(workload);
     return true;
@@ -296,6 +327,8 @@ class App {
     GenerationPlanOptions plan = options_.generation;
     plan.model = model_names_.front();
     plan.seed = options_.seed;
+    plan.synthetic_vocab = vocab_;
+    plan.context_length = workload_->models().front().info.context_length;
     if (options_.api == "triton-stream") {
       plan.text_prompts = true;
       absl::StatusOr<std::shared_ptr<const PromptTokenCounter>> counter =
@@ -386,8 +419,18 @@ class App {
     report_.timeline = BuildTimeline(shown_run, 1.0);
     report_.histogram = BuildHistogram(shown_run, 40);
     JudgeSloAndCost();
-    if (report_.summary.total.ok == 0 && report_.summary.total.requests > 0) {
-      spdlog::error("no request succeeded; first error: {}", report_.summary.total.errors_by_code.begin()->first);
+    // Nothing succeeded: whatever else the report says, the run measured nothing (exit code 3, with why).
+    const ThroughputStats& total = report_.summary.total;
+    if (total.ok == 0) {
+      exit_code_ = kExitServer;
+      if (total.requests == 0) {
+        spdlog::error("no measured request: nothing was sent after warm-up (give a longer -d or a larger -n)");
+      } else {
+        const auto first = total.first_error_by_code.find(total.errors_by_code.begin()->first);
+        spdlog::error("no request succeeded ({} errors); first {}: {}", total.errors,
+                      total.errors_by_code.begin()->first,
+                      first != total.first_error_by_code.end() ? first->second : "(no message)");
+      }
     }
     return true;
   }
@@ -491,6 +534,7 @@ class App {
   std::vector<WorkloadModel> models_;  // until BuildWorkload moves them into workload_
   std::vector<std::string> model_names_;
   std::unique_ptr<Workload> workload_;
+  int64_t vocab_ = 8192;  // token ids are drawn from [1, vocab_)
   std::unique_ptr<SpeechLoad> speech_;  // the Riva APIs
   std::unique_ptr<GenerationLoad> generation_;  // --api openai | triton-stream
   Report report_;

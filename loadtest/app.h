@@ -3,7 +3,7 @@
 // figures and the cost, and writes the table, the JSON report and the SVG plot; --dry-run stops after asking
 // and prints the traffic's padding plan.
 // Exit codes: 0 done (and every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments or
-// config files, 3 the server could not be used.
+// config files, 3 the server could not be used (also: a load in which no measured request succeeded).
 // Thread-safety: RunApp blocks its calling thread.
 #pragma once
 
@@ -38,7 +38,7 @@ struct AppOptions {
   std::vector<std::string> lengths;  // "SPEC" for every model or "MODEL=SPEC"
   int64_t max_length = 0;
   uint64_t seed = 1;
-  int64_t vocab = 8192;
+  int64_t vocab = 0;  // 0: the server's vocab_size (--api openai), else 8192
   std::string model_repository;
   std::string audio_dir;  // recordings for the speech models (libsndfile), instead of generated noise
 

@@ -1,5 +1,6 @@
 #include "loadtest/audio_folder.h"
 
+#include <samplerate.h>
 #include <sndfile.h>
 
 #include <algorithm>
@@ -51,6 +52,28 @@ absl::Status NotAudio(const std::filesystem::path& path) {
                                                  sf_strerror(nullptr), ")"));
 }
 
+// `samples` at `from_hz` as `to_hz`, in one call (a whole clip is in memory anyway).
+absl::StatusOr<std::vector<float>> Resample(const std::filesystem::path& path, const std::vector<float>& samples,
+                                            int from_hz, int to_hz) {
+  const double ratio = static_cast<double>(to_hz) / from_hz;
+  if (from_hz <= 0 || !src_is_valid_ratio(ratio)) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", from_hz, " Hz cannot be resampled to ", to_hz,
+                                                   " Hz (libsamplerate converts ratios of 1/256 to 256)"));
+  }
+  std::vector<float> out(static_cast<size_t>(static_cast<double>(samples.size()) * ratio) + 16);
+  SRC_DATA data{};
+  data.data_in = samples.data();
+  data.input_frames = static_cast<long>(samples.size());
+  data.data_out = out.data();
+  data.output_frames = static_cast<long>(out.size());
+  data.src_ratio = ratio;
+  if (const int error = src_simple(&data, SRC_SINC_MEDIUM_QUALITY, /*channels=*/1); error != 0) {
+    return absl::InternalError(absl::StrCat(path.string(), ": libsamplerate: ", src_strerror(error)));
+  }
+  out.resize(static_cast<size_t>(data.output_frames_gen));
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<AudioFileInfo>> ProbeAudioFolder(const std::string& dir) {
@@ -76,11 +99,6 @@ absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_r
     SF_INFO info{};
     SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
     if (file == nullptr) return NotAudio(path);
-    if (info.samplerate != sample_rate) {
-      sf_close(file);
-      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", info.samplerate, " Hz, the model takes ",
-                                                     sample_rate, " Hz (resample it first)"));
-    }
     std::vector<float> interleaved(static_cast<size_t>(info.frames) * info.channels);
     const sf_count_t frames = sf_readf_float(file, interleaved.data(), info.frames);
     sf_close(file);
@@ -93,6 +111,13 @@ absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_r
       clip.samples[f] = sum / info.channels;
     }
     if (clip.samples.empty()) continue;
+    if (info.samplerate != sample_rate) {  // e.g. espeak-ng's 22.05 kHz: what the server would do with it
+      absl::StatusOr<std::vector<float>> resampled = Resample(path, clip.samples, info.samplerate, sample_rate);
+      if (!resampled.ok()) return resampled.status();
+      clip.samples = *std::move(resampled);
+      ++folder.resampled;
+      if (clip.samples.empty()) continue;
+    }
     absl::StatusOr<std::optional<std::string>> reference = ReadReference(path);
     if (!reference.ok()) return reference.status();
     clip.reference = *std::move(reference);

@@ -1,7 +1,7 @@
 // Speech inputs from real recordings: every audio file libsndfile reads (WAV, FLAC, OGG, ...) in a folder (not
-// its subfolders), as mono float PCM at the model's sample rate (several channels are averaged; a different
-// sample rate is an error: nothing is resampled). Clips longer than the model's largest bucket are cut to it,
-// and counted. A text file `<name>.txt` beside a recording `<name>.wav` (or .flac, ...) holds its reference
+// its subfolders), as mono float PCM at the model's sample rate (several channels are averaged; another sample rate
+// is resampled with libsamplerate's SRC_SINC_MEDIUM_QUALITY, the converter sluice-server uses, and counted). Clips
+// longer than the model's largest bucket (after resampling) are cut to it, and counted. A text file `<name>.txt` beside a recording `<name>.wav` (or .flac, ...) holds its reference
 // transcript (for WER); .txt files are never taken for audio. ProbeAudioFolder reads only the files' headers
 // (sluice-advisor's lengths).
 // Thread-safety: plain values and a pure function.
@@ -25,6 +25,7 @@ struct AudioClip {
 struct AudioFolder {
   std::vector<AudioClip> clips;  // sorted by file name
   int truncated = 0;             // clips cut to max_length
+  int resampled = 0;             // clips recorded at another rate than the model's
 };
 
 // One audio file's header: its length and format, without reading the samples.
@@ -39,7 +40,7 @@ struct AudioFileInfo {
 // whatever sample rate. Fails on an unreadable folder, a file libsndfile cannot read, or a folder with no files.
 absl::StatusOr<std::vector<AudioFileInfo>> ProbeAudioFolder(const std::string& dir);
 
-// Fails on an unreadable folder, a file libsndfile cannot read, a sample rate other than `sample_rate`, or a
+// Fails on an unreadable folder, a file libsndfile cannot read, a rate libsamplerate cannot convert from, or a
 // folder with no audio. Files whose names start with '.' are skipped.
 absl::StatusOr<AudioFolder> LoadAudioFolder(const std::string& dir, int sample_rate, int64_t max_length);
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "backend/base/model_config.h"
 #include "loadtest/generation_load.h"
+#include "loadtest/openai_client.h"
 #include "server/llm/tokenizer.h"
 
 namespace sluice::loadtest {
@@ -88,13 +89,22 @@ std::vector<int32_t> IntArray(const rapidjson::Value& v) {
 
 }  // namespace
 
-absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& model, int64_t max_prompt) {
+absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& api, const InferClient::Options& client,
+                                              const std::string& model, int64_t max_prompt) {
   ModelInfo info;
   info.name = model;
   info.kind = "generation";
   info.input_name = "prompt_ids";
   info.datatype = "INT32";
-  info.max_length = max_prompt > 0 ? max_prompt : 1024;
+  int64_t served_max_prompt = 0;
+  if (api == "openai") {
+    absl::StatusOr<OpenAiModelEntry> served = DescribeOpenAiModel(client.address, client.bearer_token, model);
+    if (!served.ok()) return served.status();
+    info.vocab_size = served->vocab_size;
+    info.context_length = served->max_model_len;
+    served_max_prompt = served->max_prompt_tokens;
+  }
+  info.max_length = max_prompt > 0 ? max_prompt : served_max_prompt > 0 ? served_max_prompt : 1024;
   info.output_names = {"text_output"};
   return info;
 }

@@ -26,9 +26,12 @@
 
 namespace sluice::loadtest {
 
-// What the workload needs of a generation model (the OpenAI API says nothing of its inputs): prompt ids (INT32),
-// at most `max_prompt` (> 0) or 1024 long.
-absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& model, int64_t max_prompt);
+// What the workload needs of a generation model: prompt ids (INT32), at most `max_prompt` (> 0) long, else the
+// server's largest prompt bucket, else 1024. Over --api openai the server is asked (GET /v1/models: the model must
+// be listed; sluice-server adds its vocab_size, max_model_len and max_prompt_tokens, which fill ModelInfo's
+// vocab_size and context_length); ModelStreamInfer carries no such limits (text prompts need none).
+absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& api, const InferClient::Options& client,
+                                              const std::string& model, int64_t max_prompt);
 
 // The real-text corpus as token ids of `tokenizer_path`, else of <model_repository>/<model>/tokenizer.model when
 // that exists; empty (synthetic ids) when neither is given. An unreadable tokenizer given by path is an error.

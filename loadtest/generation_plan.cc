@@ -1,5 +1,6 @@
 #include "loadtest/generation_plan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -107,6 +108,12 @@ GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& 
   } else {
     spec.prompt_ids = synthetic_ids;
   }
+  // A prompt whose drawn output would overrun the context is refused by the server: ask for what fits instead.
+  const int64_t prompt =
+      !spec.prompt_ids.empty() ? static_cast<int64_t>(spec.prompt_ids.size()) : spec.prompt_tokens.value_or(0);
+  if (options_.context_length > 0 && prompt > 0 && prompt + spec.max_tokens > options_.context_length) {
+    spec.max_tokens = std::max<int64_t>(1, options_.context_length - prompt);
+  }
   return spec;
 }
 
@@ -124,7 +131,9 @@ std::string GenerationPlan::PromptSource() const {
     return absl::StrCat("token-id arrays cut from real text tokenized by the model's tokenizer (",
                         options_.corpus_ids.size(), " ids)");
   }
-  return "token-id arrays of seeded synthetic ids in [1, --vocab)";
+  return options_.synthetic_vocab > 0
+             ? absl::StrCat("token-id arrays of seeded synthetic ids in [1, ", options_.synthetic_vocab, ")")
+             : "token-id arrays of seeded synthetic ids in [1, --vocab)";
 }
 
 const char* RealTextCorpus() {

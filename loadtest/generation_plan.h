@@ -43,6 +43,8 @@ struct GenerationPlanOptions {
   int64_t max_output_tokens = 4096;         // draws are clipped to this
   std::string prompts_file;                 // text prompts, one per line ('\n' in a prompt written as \n)
   std::vector<int32_t> corpus_ids;          // real text as token ids; empty: keep the drawn synthetic ids
+  int64_t synthetic_vocab = 0;              // the synthetic ids' bound [1, it), for the report
+  int64_t context_length = 0;               // > 0: max_tokens is cut so that prompt + max_tokens fits in it
   bool ignore_eos = true;
   std::optional<double> temperature;
   bool per_request_seed = false;  // send seed = a hash of (seed, i) (sampled runs repeatable request by request)

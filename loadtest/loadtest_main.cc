@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
                "verdicts, --verify against reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG "
                "reports, --compare"};
   app.set_help_all_flag("--help-all");
+  app.footer("Exit codes: 0 done (every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments "
+             "or files, 3 the server could not be used (unreachable, a model not served, or no measured request "
+             "succeeded: the report names each error code's first message)");
 
   app.add_option("--api", o.api,
                  "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "
@@ -69,7 +72,10 @@ int main(int argc, char** argv) {
       ->group("Workload");
   app.add_option("--seed", o.seed, "seed of inputs, lengths, model choice and arrivals")->capture_default_str()
       ->group("Workload");
-  app.add_option("--vocab", o.vocab, "token ids are drawn from [1, vocab)")->capture_default_str()->group("Workload");
+  app.add_option("--vocab", o.vocab,
+                 "synthetic token ids are drawn from [1, vocab) (default: the server's vocab_size from GET /v1/models "
+                 "for --api openai, else 8192)")
+      ->check(CLI::PositiveNumber)->group("Workload");
   app.add_option("--model-repository", o.model_repository,
                  "the server's model repository (sample rates; reference sets for --verify)")
       ->group("Workload");
@@ -82,8 +88,9 @@ int main(int argc, char** argv) {
       ->group("Load");
   app.add_option("--burstiness", o.run.burstiness, "gamma shape (1 = Poisson, < 1 burstier); != 1 implies gamma")
       ->check(CLI::PositiveNumber)->capture_default_str()->group("Load");
-  app.add_option("-d,--duration", o.run.duration_s, "measured seconds after warm-up")->check(CLI::NonNegativeNumber)
-      ->group("Load");
+  app.add_option("-d,--duration", o.run.duration_s,
+                 "measured seconds after warm-up (with neither -d nor -n: 30, and the run says so)")
+      ->check(CLI::NonNegativeNumber)->group("Load");
   app.add_option("-n,--requests", o.run.requests, "measured requests after warm-up")->check(CLI::NonNegativeNumber)
       ->group("Load");
   app.add_option("--warmup", o.run.warmup_s, "seconds of warm-up, excluded from results")

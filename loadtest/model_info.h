@@ -26,6 +26,8 @@ struct ModelInfo {
   int sample_rate = 0;                  // speech only: samples per second of the variable axis
   bool sample_rate_assumed = false;     // true when no config said it and 16000 was assumed
   std::vector<std::string> output_names;
+  int64_t vocab_size = 0;      // generation (--api openai): token ids in [0, it), as the server says; 0 unknown
+  int64_t context_length = 0;  // generation (--api openai): prompt + output tokens, as the server says; 0 unknown
 
   bool is_speech() const { return kind == "speech"; }
   // Seconds of audio in `length` steps (0 for non-speech models).

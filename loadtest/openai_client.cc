@@ -93,7 +93,7 @@ grpc::Status OpenAiInferClient::Execute(httplib::Client& client, const Job& job,
   return grpc::Status(static_cast<grpc::StatusCode>(verdict.code), verdict.message);
 }
 
-absl::StatusOr<std::vector<std::string>> ListOpenAiModels(const std::string& address,
+absl::StatusOr<std::vector<OpenAiModelEntry>> ListOpenAiModels(const std::string& address,
                                                           const std::string& bearer_token) {
   httplib::Client client(absl::StrCat("http://", address));
   client.set_connection_timeout(std::chrono::seconds(10));
@@ -114,25 +114,41 @@ absl::StatusOr<std::vector<std::string>> ListOpenAiModels(const std::string& add
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("data") || !doc["data"].IsArray()) {
     return absl::DataLossError("GET /v1/models: not an OpenAI model list");
   }
-  std::vector<std::string> names;
+  std::vector<OpenAiModelEntry> models;
   for (const auto& m : doc["data"].GetArray()) {
-    if (m.IsObject() && m.HasMember("id") && m["id"].IsString()) names.push_back(m["id"].GetString());
+    if (!m.IsObject() || !m.HasMember("id") || !m["id"].IsString()) continue;
+    OpenAiModelEntry& entry = models.emplace_back();
+    entry.id = m["id"].GetString();
+    auto limit = [&m](const char* key) -> int64_t {
+      return m.HasMember(key) && m[key].IsInt64() && m[key].GetInt64() > 0 ? m[key].GetInt64() : 0;
+    };
+    entry.max_model_len = limit("max_model_len");
+    entry.vocab_size = limit("vocab_size");
+    entry.max_prompt_tokens = limit("max_prompt_tokens");
   }
-  return names;
+  return models;
+}
+
+absl::StatusOr<OpenAiModelEntry> DescribeOpenAiModel(const std::string& address, const std::string& bearer_token,
+                                                     const std::string& model) {
+  absl::StatusOr<std::vector<OpenAiModelEntry>> models = ListOpenAiModels(address, bearer_token);
+  if (!models.ok()) return absl::UnavailableError(models.status().message());
+  std::vector<std::string> names;
+  for (const OpenAiModelEntry& entry : *models) {
+    if (entry.id == model) return entry;
+    names.push_back(entry.id);
+  }
+  return absl::NotFoundError(absl::StrCat("model ", model, " is not among the server's /v1/models (",
+                                          absl::StrJoin(names, ", "), ")"));
 }
 
 grpc::Status OpenAiInferClient::ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) {
-  absl::StatusOr<std::vector<std::string>> names = ListOpenAiModels(options_.address, options_.bearer_token);
-  if (!names.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(names.status().message()));
-  for (const std::string& name : *names) {
-    if (name == model) {
-      response->set_name(model);
-      return grpc::Status::OK;
-    }
+  absl::StatusOr<OpenAiModelEntry> entry = DescribeOpenAiModel(options_.address, options_.bearer_token, model);
+  if (!entry.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(entry.status().code()), std::string(entry.status().message()));
   }
-  return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                      absl::StrCat("model ", model, " is not among the server's /v1/models (",
-                                   absl::StrJoin(*names, ", "), ")"));
+  response->set_name(model);
+  return grpc::Status::OK;
 }
 
 grpc::Status OpenAiInferClient::ModelConfig(const std::string&, inference::ModelConfigResponse*) {

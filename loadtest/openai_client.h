@@ -35,7 +35,19 @@ class OpenAiInferClient final : public HttpInferClient {
   const GenerationPlan* const plan_;
 };
 
-// GET /v1/models from `address` (host:port): the model ids listed.
-absl::StatusOr<std::vector<std::string>> ListOpenAiModels(const std::string& address, const std::string& bearer_token);
+// One model of GET /v1/models, with the limits sluice-server adds to OpenAI's fields (0: not given).
+struct OpenAiModelEntry {
+  std::string id;
+  int64_t max_model_len = 0;      // prompt + output tokens of one sequence
+  int64_t vocab_size = 0;         // token ids in [0, vocab_size)
+  int64_t max_prompt_tokens = 0;  // the largest prompt bucket
+};
+
+// GET /v1/models from `address` (host:port): the models listed.
+absl::StatusOr<std::vector<OpenAiModelEntry>> ListOpenAiModels(const std::string& address,
+                                                               const std::string& bearer_token);
+// `model` among them: UNAVAILABLE when the list cannot be read, NOT_FOUND (naming those listed) when it is not there.
+absl::StatusOr<OpenAiModelEntry> DescribeOpenAiModel(const std::string& address, const std::string& bearer_token,
+                                                     const std::string& model);
 
 }  // namespace sluice::loadtest

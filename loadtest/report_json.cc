@@ -139,6 +139,12 @@ void WriteThroughput(Writer& w, const ThroughputStats& t, const std::optional<Sp
   w.StartObject();
   for (const auto& [code, n] : t.errors_by_code) Int(w, code.c_str(), n);
   w.EndObject();
+  if (!t.first_error_by_code.empty()) {
+    Key(w, "first_error_messages");
+    w.StartObject();
+    for (const auto& [code, message] : t.first_error_by_code) Str(w, code.c_str(), message);
+    w.EndObject();
+  }
   Num(w, "error_rate", t.error_rate);
   Num(w, "req_per_s", t.req_per_s);
   Int(w, "good", t.good);
@@ -162,6 +168,7 @@ void WriteVerdicts(Writer& w, const std::vector<Verdict>& verdicts) {
     Num(w, "threshold", v.threshold);
     Num(w, "actual", v.actual);
     Bool(w, "pass", v.pass);
+    if (v.no_samples) Bool(w, "no_samples", true);
     w.EndObject();
   }
   w.EndArray();

@@ -9,12 +9,15 @@
 namespace sluice::loadtest {
 namespace {
 
+// A latency figure, or n/a when nothing was measured (0 would read as "instant").
+std::string Ms(const LatencyStats& l, double v) { return l.count > 0 ? absl::StrFormat("%.1f", v) : "n/a"; }
+
 std::string Row(const std::string& name, const std::string& share, const ThroughputStats& t) {
   const LatencyStats& l = t.latency;
   const std::string audio = t.audio_seconds > 0 ? absl::StrFormat("%.2f", t.audio_s_per_s) : "-";
-  return absl::StrFormat("%-14s %5s %8d %8d %6d %9.2f %9s %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n", name, share,
-                         t.requests, t.ok, t.errors, t.req_per_s, audio, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms,
-                         l.max_ms, t.goodput_rps);
+  return absl::StrFormat("%-14s %5s %8d %8d %6d %9.2f %9s %8s %8s %8s %8s %8s %9.2f\n", name, share, t.requests,
+                         t.ok, t.errors, t.req_per_s, audio, Ms(l, l.p50_ms), Ms(l, l.p90_ms), Ms(l, l.p95_ms),
+                         Ms(l, l.p99_ms), Ms(l, l.max_ms), t.goodput_rps);
 }
 
 std::string OptMs(const std::optional<double>& v) {
@@ -38,8 +41,8 @@ std::string RunLine(const RunSummary& s) {
 }
 
 std::string LatencyRow(const std::string& name, const LatencyStats& l) {
-  return absl::StrFormat("  %-14s %8d %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f\n", name, l.count, l.mean_ms, l.p50_ms,
-                         l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms);
+  return absl::StrFormat("  %-14s %8d %8s %8s %8s %8s %8s %8s\n", name, l.count, Ms(l, l.mean_ms), Ms(l, l.p50_ms),
+                         Ms(l, l.p90_ms), Ms(l, l.p95_ms), Ms(l, l.p99_ms), Ms(l, l.max_ms));
 }
 
 // The Riva APIs' figures: audio, RTFx, the streaming latencies and WER.
@@ -117,17 +120,18 @@ std::string SweepTable(const Report& r) {
     const std::string verdict = absl::StrCat(st.pass ? "PASS" : "FAIL", r.sweep_best == i ? "  <- best" : "");
     if (knob == "streams") {
       const SpeechStats speech = st.summary.speech.value_or(SpeechStats());
-      absl::StrAppend(&out, absl::StrFormat("%10.4g %8.2f %9.1f %9.1f %9.1f %8d  %s\n", st.level, speech.rtfx,
-                                            speech.chunk_latency.p50_ms, speech.chunk_latency.p95_ms,
-                                            speech.chunk_latency.p99_ms, t.errors, verdict));
+      const LatencyStats& c = speech.chunk_latency;
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %8.2f %9s %9s %9s %8d  %s\n", st.level, speech.rtfx,
+                                            Ms(c, c.p50_ms), Ms(c, c.p95_ms), Ms(c, c.p99_ms), t.errors, verdict));
     } else if (st.summary.generation) {
       const GenerationStats& g = *st.summary.generation;
-      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %9.1f %10.1f %10.2f %8d  %s\n", st.level, t.req_per_s,
-                                            t.goodput_rps, g.output_tokens_per_s, g.ttft.p99_ms, g.tpot.p99_ms,
-                                            t.errors, verdict));
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %9.1f %10s %10s %8d  %s\n", st.level, t.req_per_s,
+                                            t.goodput_rps, g.output_tokens_per_s, Ms(g.ttft, g.ttft.p99_ms),
+                                            Ms(g.tpot, g.tpot.p99_ms), t.errors, verdict));
     } else {
-      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8.1f %8.1f %8d  %s\n", st.level, t.req_per_s,
-                                            t.goodput_rps, t.latency.p50_ms, t.latency.p99_ms, t.errors, verdict));
+      absl::StrAppend(&out, absl::StrFormat("%10.4g %9.2f %9.2f %8s %8s %8d  %s\n", st.level, t.req_per_s,
+                                            t.goodput_rps, Ms(t.latency, t.latency.p50_ms),
+                                            Ms(t.latency, t.latency.p99_ms), t.errors, verdict));
     }
   }
   if (!r.sweep_best) return absl::StrCat(out, "no sweep step met the SLO\n");
@@ -200,6 +204,9 @@ std::string FormatReport(const Report& r) {
     for (const auto& [code, n] : s.total.errors_by_code) parts.push_back(absl::StrCat(code, " ", n));
     absl::StrAppend(&out, absl::StrFormat("errors by code: %s (error rate %.4f)\n", absl::StrJoin(parts, ", "),
                                           s.total.error_rate));
+    for (const auto& [code, message] : s.total.first_error_by_code) {
+      absl::StrAppend(&out, "  first ", code, ": ", message.empty() ? "(no message)" : message, "\n");
+    }
   }
   if (s.total.audio_seconds > 0 && !s.speech) {
     absl::StrAppend(&out, absl::StrFormat("audio: %.1f s served, RTFx %.2f (audio seconds per wall second)\n",
@@ -242,7 +249,14 @@ std::string FormatReport(const Report& r) {
                                               *st.client_minus_server_ms));
       }
     }
-    if (m.metrics_scraped) {
+    if (m.metrics_scraped && s.generation) {
+      // A generation model has no dynamic batcher or length buckets: its figures are the sluice_generation_* line.
+      absl::StrAppend(&out, "server peak RSS: ",
+                      m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
+                                       : "not reported",
+                      "\n");
+      if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
+    } else if (m.metrics_scraped) {
       absl::StrAppend(&out, "server /metrics (means over the run): queue wait ", OptMs(m.queue_ms_mean),
                       " per request, request ", OptMs(m.server_latency_ms_mean), ", batch compute ",
                       OptMs(m.compute_ms_mean), " per batch, batch size ",
@@ -253,7 +267,6 @@ std::string FormatReport(const Report& r) {
                       "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
                       ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
                       " (sums over buckets)\n");
-      if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
       for (const auto& [model, v] : m.padding_efficiency) {
         absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
                                               model, v));

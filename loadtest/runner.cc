@@ -23,6 +23,7 @@ struct Shared {
   std::vector<RequestRecord> records ABSL_GUARDED_BY(mu);
   int64_t ok ABSL_GUARDED_BY(mu) = 0;
   int64_t errors ABSL_GUARDED_BY(mu) = 0;
+  std::map<int, std::string> first_errors ABSL_GUARDED_BY(mu);
 };
 
 double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -118,6 +119,7 @@ class LoadRun {
                    absl::MutexLock lock(&shared->mu);
                    --shared->in_flight;
                    (record.ok() ? shared->ok : shared->errors) += 1;
+                   if (!record.ok()) shared->first_errors.emplace(record.code, status.error_message());
                    shared->records.push_back(record);
                  });
   }
@@ -131,6 +133,7 @@ class LoadRun {
     CountSent(record);
     absl::MutexLock lock(&shared_.mu);
     ++shared_.errors;
+    shared_.first_errors.emplace(-1, "--max-outstanding calls were in flight: the arrival was not sent");
     shared_.records.push_back(record);
   }
 
@@ -203,6 +206,7 @@ class LoadRun {
     {
       absl::MutexLock lock(&shared_.mu);
       result_.records = std::move(shared_.records);
+      result_.first_errors = std::move(shared_.first_errors);
     }
     double first = 1e300, last = 0;
     for (const RequestRecord& r : result_.records) {

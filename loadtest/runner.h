@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,7 @@ struct RunResult {
   double measure_end_s = 0;            // when the last measured request ended
   double wall_s = 0;                   // the whole run
   double max_send_lag_ms = 0;          // open loop: the worst (send - scheduled) delay of the client itself
+  std::map<int, std::string> first_errors;  // by code (-1: dropped by the client): the first error's message
   std::string stop_reason;             // "duration", "requests", "max-requests cap", "max-duration cap"
   bool capped = false;                 // a hard cap ended the run
   int concurrency = 0;

@@ -116,7 +116,7 @@ std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary) {
                                                   {"p99", l.p99_ms}, {"max", l.max_ms},  {"mean", l.mean_ms}};
     for (const auto& [key, threshold] : thresholds) {
       verdicts.push_back({absl::StrCat(key, " ", what, " (ms)"), "<=", threshold, actual.at(key),
-                          l.count > 0 && actual.at(key) <= threshold});
+                          l.count > 0 && actual.at(key) <= threshold, l.count == 0});
     }
   };
   latencies("latency", slo.latency_ms, t.latency);
@@ -133,7 +133,7 @@ std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary) {
   if (slo.max_wer) {
     // Without references there is no WER: that cannot pass either.
     const double wer = speech.wer ? speech.wer->wer : 0;
-    verdicts.push_back({"WER", "<=", *slo.max_wer, wer, speech.wer && wer <= *slo.max_wer});
+    verdicts.push_back({"WER", "<=", *slo.max_wer, wer, speech.wer && wer <= *slo.max_wer, !speech.wer});
   }
   if (slo.max_error_rate) at_most("error rate", *slo.max_error_rate, t.error_rate);
   if (slo.min_throughput_rps) at_least("throughput (req/s)", *slo.min_throughput_rps, t.req_per_s);
@@ -141,7 +141,7 @@ std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary) {
   if (slo.min_audio_seconds_per_second) {
     at_least("audio-s/s (RTFx)", *slo.min_audio_seconds_per_second, t.audio_s_per_s);
   }
-  if (t.requests == 0) verdicts.push_back({"measured requests", ">=", 1, 0, false});
+  if (t.requests == 0) verdicts.push_back({"measured requests", ">=", 1, 0, false, false});
   return verdicts;
 }
 
@@ -153,6 +153,9 @@ bool AllPass(const std::vector<Verdict>& verdicts) {
 }
 
 std::string FormatVerdict(const Verdict& v) {
+  if (v.no_samples) {
+    return absl::StrFormat("n/a   %-22s %12s %s %g (no samples: cannot pass)", v.name, "n/a", v.op, v.threshold);
+  }
   return absl::StrFormat("%s  %-22s %12.4g %s %g", v.pass ? "PASS" : "FAIL", v.name, v.actual, v.op, v.threshold);
 }
 

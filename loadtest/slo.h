@@ -64,6 +64,7 @@ struct Verdict {
   double threshold = 0;
   double actual = 0;
   bool pass = false;
+  bool no_samples = false;  // the figure had nothing to measure (e.g. no successful request): shown n/a, not passing
 };
 
 std::vector<Verdict> Evaluate(const SloSpec& slo, const RunSummary& summary);

@@ -139,6 +139,7 @@ void StreamCall::OnDone(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     outcome_.code = static_cast<int>(status.error_code());
+    outcome_.message = status.error_message();
     outcome_.end_s = Now();
     outcome_.chunks_unanswered = static_cast<int64_t>(unanswered_.size());
   }

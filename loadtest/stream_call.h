@@ -32,6 +32,7 @@ namespace sluice::loadtest {
 // What one stream measured. Times are seconds since the run's start.
 struct StreamOutcome {
   int code = 0;  // grpc::StatusCode of the call
+  std::string message;  // the call's error message (code != 0)
   double start_s = 0, end_s = 0;
   int64_t chunks_sent = 0;
   int64_t chunks_unanswered = 0;           // sent, but no result reached their end

@@ -116,6 +116,7 @@ class StreamRun {
       spdlog::error("stream {}: no audio to send", index);
       StreamOutcome outcome;
       outcome.code = static_cast<int>(grpc::StatusCode::INTERNAL);
+      outcome.message = "no audio to send";
       live.record.done_s = live.record.sent_s;
       Record(live.record, std::move(outcome));
       return;
@@ -154,6 +155,7 @@ class StreamRun {
 
   void Record(RequestRecord record, StreamOutcome outcome) {
     record.code = outcome.code;
+    if (!record.ok()) result_.run.first_errors.emplace(record.code, outcome.message);
     if (outcome.end_s > 0) record.done_s = outcome.end_s;
     {
       absl::MutexLock lock(&mu_);

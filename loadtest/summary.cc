@@ -87,6 +87,9 @@ RunSummary Summarize(const RunResult& run, const Workload& workload, const std::
     per_model[r.model].Add(r, info, is_good);
   }
   summary.total = total.Finish(summary.window_s);
+  for (const auto& [code, message] : run.first_errors) {  // warm-up errors too: the message is what matters
+    summary.total.first_error_by_code.emplace(GrpcCodeName(code), message);
+  }
   for (Accumulator& a : per_model) summary.per_model.push_back(a.Finish(summary.window_s));
   return summary;
 }

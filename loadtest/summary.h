@@ -34,6 +34,7 @@ struct ThroughputStats {
   std::string model;  // empty for the whole run
   int64_t requests = 0, ok = 0, errors = 0, good = 0;
   std::map<std::string, int64_t> errors_by_code;
+  std::map<std::string, std::string> first_error_by_code;  // the whole run only: each code's first message
   double error_rate = 0;
   double req_per_s = 0, goodput_rps = 0;
   double audio_seconds = 0, audio_s_per_s = 0;  // speech models only

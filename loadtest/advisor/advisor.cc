@@ -1,6 +1,7 @@
 #include "loadtest/advisor/advisor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -95,10 +96,23 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
   BucketProblem problem;
   problem.requests = candidates.requests;
   for (int64_t l : candidates.lengths) problem.cost_per_request.push_back(input.cost.RequestSeconds(input.batch_size, l));
+  for (size_t i = 0; i < candidates.lengths.size(); ++i) {
+    if (!std::isfinite(problem.cost_per_request[i]) || problem.cost_per_request[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "cost model %s (%s) gives %g s per request at length %d, B = %d: a cost must be finite and >= 0 (give "
+          "non-negative a, b, c with --cost-model, or timings with --bench-json)",
+          input.cost.ToString(), input.cost_source, problem.cost_per_request[i], candidates.lengths[i],
+          input.batch_size));
+    }
+  }
   problem.max_buckets = input.max_buckets;
   problem.per_bucket_penalty = input.per_bucket_penalty * static_cast<double>(advice.requests);
   absl::StatusOr<BucketSolution> solution = SolveBuckets(problem);
-  if (!solution.ok()) return solution.status();
+  if (!solution.ok()) {  // e.g. a given cost model that is negative somewhere: name it and where it came from
+    return absl::Status(solution.status().code(),
+                        absl::StrCat("cost model ", input.cost.ToString(), " (", input.cost_source, "), B = ",
+                                     input.batch_size, ": ", solution.status().message()));
+  }
   for (size_t i : solution->chosen) advice.bucket_lengths.push_back(candidates.lengths[i]);
 
   if (clipped > 0) {

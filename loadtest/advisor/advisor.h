@@ -40,6 +40,7 @@ struct AdvisorInput {
   std::vector<int64_t> current;        // the current config's lengths (ascending); empty = no such row
   std::string current_source;
   std::optional<int> sample_rate;      // speech models: lengths also shown in seconds
+  std::string model_name;              // for the re-export command in the report ("" = not known)
 };
 
 struct BucketFill {

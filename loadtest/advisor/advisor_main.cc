@@ -92,7 +92,7 @@ int ChooseCost(const Flags& f, const std::optional<ModelConfig>& model, AdvisorI
     absl::StatusOr<CostModel> cost = FitCostModel(*points);
     if (!cost.ok()) return Usage("--bench-json", absl::StrCat(f.bench_file, ": ", cost.status().message()));
     in->cost = *cost;
-    in->cost_source = absl::StrCat("least squares over ", points->size(), " timings in ", f.bench_file);
+    in->cost_source = absl::StrCat("non-negative least squares over ", points->size(), " timings in ", f.bench_file);
   } else if (model && model->sim) {
     in->cost = CostModel{model->sim->base_ms / 1000, model->sim->per_sample_us * 1e-6, 0};
     in->cost_source = absl::StrCat("the sim cost model of ", model->config_path);
@@ -204,7 +204,7 @@ void AddFlags(CLI::App& app, Flags& f) {
                               "model's own)")
                    ->group("Cost");
   app.add_option("--bench-json,--bench", f.bench_file,
-                 "timings to fit a, b, c to by least squares: what sluice-bench-backend --json writes, any JSON "
+                 "timings to fit a, b, c >= 0 to by non-negative least squares: what sluice-bench-backend --json writes, any JSON "
                  "objects with batch_size, length, p50_ms, or the text sluice-bench-backend prints")
       ->excludes(cost)->group("Cost");
   app.add_option("--model", f.model,
@@ -254,6 +254,7 @@ int Run(const Flags& f) {
   in.per_bucket_penalty = f.per_bucket_penalty_ms / 1000;
   in.pow2_unit = f.pow2_unit;
   in.clip_to = f.max_length;
+  in.model_name = !f.model.empty() ? f.model : model ? model->name : "";
 
   absl::StatusOr<Advice> advice = Advise(std::move(in));
   if (!advice.ok()) return Usage(traffic_flag, advice.status().message());

@@ -74,6 +74,14 @@ std::string FormatAdvice(const Advice& a) {
   absl::StrAppend(&out, "  (padding = real / padded steps; ms/request = time(B, bucket) / B averaged over the served "
                         "requests, full batches; compute relative to advised; row padding only)\n");
   for (const std::string& note : a.notes) absl::StrAppend(&out, "note: ", note, "\n");
+  // The graphs are compiled per bucket: advice takes effect only once they are exported at the new lengths.
+  const std::string model = in.model_name.empty() ? std::string("MODEL") : in.model_name;
+  absl::StrAppend(&out, "\nto apply: export the model's graphs at the advised lengths into a new repository and "
+                        "point the server config's model_repository at it, e.g. for an example model:\n",
+                  "  /usr/bin/python3 backend/compile/export_models.py --out NEW_REPO --models ", model,
+                  " --lengths ", absl::StrJoin(a.bucket_lengths, ","), "\n",
+                  "  (export_models.py writes the new buckets into config.yaml; your own model: trace its graphs at these "
+                  "lengths, backend/compile/README.md, and set buckets.lengths to match)\n");
   return out;
 }
 

@@ -2,7 +2,7 @@
 //   time(B, L) = a + b·B·L + c·B·L²      (seconds; L in the model's steps)
 // a: fixed per-execution overhead (launch, copies); b: work linear in the padded steps (convolutions, MLPs);
 // c: work quadratic in the length (attention). A request padded to L costs time(B, L) / B when batches are full.
-// The coefficients are given, or fitted by least squares to measured (B, L, time) points.
+// The coefficients are given, or fitted by non-negative least squares to measured (B, L, time) points.
 // Thread-safety: plain values and pure functions.
 #pragma once
 
@@ -38,9 +38,11 @@ struct TimingPoint {
   double seconds = 0;
 };
 
-// Least squares over the points (columns 1, B·L, B·L² scaled to unit size, Householder QR), minimising the
-// squared error in seconds. REQUIRES: points that pin down all three coefficients (e.g. at least 3 distinct
-// lengths); else InvalidArgument saying so. Finite, positive seconds.
+// Non-negative least squares over the points (a, b, c >= 0; columns 1, B·L, B·L² scaled to unit size, Householder
+// QR on each subset of the terms, the best feasible one kept: exact for three terms), minimising the squared error
+// in seconds. A term the timings would make negative is dropped (0) and the others refitted without it.
+// REQUIRES: points that pin down all three coefficients (e.g. at least 3 distinct lengths); else InvalidArgument
+// saying so. Finite, positive seconds.
 absl::StatusOr<CostModel> FitCostModel(const std::vector<TimingPoint>& points);
 
 // Whether time(B, L) is positive and never decreases over lengths in [1, max_length] (a fitted negative b or c

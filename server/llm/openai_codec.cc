@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -450,7 +451,7 @@ std::string OpenAiErrorJson(const absl::Status& status, absl::string_view code) 
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-std::string EncodeOpenAiModelList(const std::vector<std::string>& names, int64_t created) {
+std::string EncodeOpenAiModelList(const std::vector<OpenAiModelCard>& models, int64_t created) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.StartObject();
@@ -458,16 +459,23 @@ std::string EncodeOpenAiModelList(const std::vector<std::string>& names, int64_t
   w.String("list");
   w.Key("data");
   w.StartArray();
-  for (const std::string& name : names) {
+  for (const OpenAiModelCard& model : models) {
     w.StartObject();
     w.Key("id");
-    String(w, name);
+    String(w, model.id);
     w.Key("object");
     w.String("model");
     w.Key("created");
     w.Int64(created);
     w.Key("owned_by");
     w.String("sluice");
+    for (const auto& [key, value] : {std::pair<const char*, int64_t>{"max_model_len", model.max_model_len},
+                                     {"vocab_size", model.vocab_size},
+                                     {"max_prompt_tokens", model.max_prompt_tokens}}) {
+      if (value <= 0) continue;
+      w.Key(key);
+      w.Int64(value);
+    }
     w.EndObject();
   }
   w.EndArray();

@@ -78,7 +78,17 @@ std::string OpenAiErrorJson(const absl::Status& status, absl::string_view code =
 // The type OpenAiErrorJson writes for an HTTP status.
 const char* OpenAiErrorType(int http_status);
 
-// GET /v1/models: {object "list", data [{id, object "model", created, owned_by "sluice"}]}.
-std::string EncodeOpenAiModelList(const std::vector<std::string>& names, int64_t created);
+// One entry of GET /v1/models. Beyond OpenAI's fields: the limits a client needs to build valid requests without
+// the model's files — max_model_len (vLLM's name: prompt + output tokens), vocab_size (token ids in [0, it)) and
+// max_prompt_tokens (the largest prompt bucket). 0 leaves a limit out.
+struct OpenAiModelCard {
+  std::string id;
+  int64_t max_model_len = 0;
+  int64_t vocab_size = 0;
+  int64_t max_prompt_tokens = 0;
+};
+
+// GET /v1/models: {object "list", data [{id, object "model", created, owned_by "sluice", the limits}]}.
+std::string EncodeOpenAiModelList(const std::vector<OpenAiModelCard>& models, int64_t created);
 
 }  // namespace sluice

@@ -201,10 +201,19 @@ void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& excha
     SendOpenAiError(*exchange, absl::UnavailableError("the server is loading its models; not ready yet"));
     return;
   }
-  std::vector<std::string> names;
-  for (const auto& model : hub.generation_models()) names.push_back(model->config().name);
+  std::vector<OpenAiModelCard> models;
+  for (const auto& model : hub.generation_models()) {
+    const ModelConfig& config = model->config();
+    OpenAiModelCard& card = models.emplace_back();
+    card.id = config.name;
+    if (config.generation) {
+      card.max_model_len = config.generation->context_length;
+      card.vocab_size = config.generation->vocab_size;
+      card.max_prompt_tokens = config.generation->max_prompt_length();
+    }
+  }
   HttpResponse response;
-  response.body = EncodeOpenAiModelList(names, created);
+  response.body = EncodeOpenAiModelList(models, created);
   exchange->Respond(std::move(response));
 }
 

@@ -334,13 +334,17 @@ TEST(OpenAiEncode, ErrorObjectTypesFollowTheStatusTable) {
 }
 
 TEST(OpenAiEncode, ModelList) {
-  rapidjson::Document d = Parse(EncodeOpenAiModelList({"a", "b"}, 42));
+  rapidjson::Document d = Parse(EncodeOpenAiModelList({{"a"}, {"b", 1024, 2000, 512}}, 42));
   EXPECT_STREQ(d["object"].GetString(), "list");
   ASSERT_EQ(d["data"].Size(), 2u);
   EXPECT_STREQ(d["data"][1]["id"].GetString(), "b");
   EXPECT_STREQ(d["data"][1]["object"].GetString(), "model");
   EXPECT_EQ(d["data"][1]["created"].GetInt64(), 42);
   EXPECT_STREQ(d["data"][1]["owned_by"].GetString(), "sluice");
+  EXPECT_EQ(d["data"][1]["max_model_len"].GetInt64(), 1024);
+  EXPECT_EQ(d["data"][1]["vocab_size"].GetInt64(), 2000);
+  EXPECT_EQ(d["data"][1]["max_prompt_tokens"].GetInt64(), 512);
+  EXPECT_FALSE(d["data"][0].HasMember("vocab_size"));  // a limit not known is left out, not 0
   EXPECT_EQ(Parse(EncodeOpenAiModelList({}, 1))["data"].Size(), 0u);
 }
 

@@ -225,6 +225,86 @@ TEST(CostModel, TooFewLengthsCannotPinDownThreeCoefficients) {
   EXPECT_THAT(fit.status().message(), HasSubstr("distinct lengths"));
 }
 
+// Timings of long graphs only, linear with a negative intercept (2 µs per step - 2 ms: what short graphs that
+// run faster per step than long ones look like over long lengths): the unconstrained fit of a + b·B·L + c·B·L²
+// has a = -2 ms, which made the advisor's per-request costs negative at short lengths.
+std::vector<TimingPoint> NegativeInterceptTimings() {
+  std::vector<TimingPoint> points;
+  for (int64_t l : {2000, 3000, 4000, 6000, 8000}) points.push_back({1, l, 2e-6 * static_cast<double>(l) - 0.002});
+  return points;
+}
+
+TEST(CostModel, TheFitIsNonNegativeWhereUnconstrainedLeastSquaresGivesANegativeIntercept) {
+  const std::vector<TimingPoint> points = NegativeInterceptTimings();
+  // The unconstrained least-squares solution, from the normal equations (3x3, fine at this size), has a < 0.
+  double ata[3][3] = {}, aty[3] = {};
+  for (const TimingPoint& p : points) {
+    const double l = static_cast<double>(p.length);
+    const double row[3] = {1.0, l / 1e3, l * l / 1e6};  // scaled columns: 1, B·L, B·L² with B = 1
+    for (int i = 0; i < 3; ++i) {
+      aty[i] += row[i] * p.seconds;
+      for (int j = 0; j < 3; ++j) ata[i][j] += row[i] * row[j];
+    }
+  }
+  // Cramer's rule for the intercept.
+  auto det3 = [](double m[3][3]) {
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  };
+  double with_y[3][3];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) with_y[i][j] = j == 0 ? aty[i] : ata[i][j];
+  }
+  const double unconstrained_a = det3(with_y) / det3(ata);
+  ASSERT_LT(unconstrained_a, -1e-3);
+
+  absl::StatusOr<CostModel> fit = FitCostModel(points);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_GE(fit->a, 0);
+  EXPECT_GE(fit->b, 0);
+  EXPECT_GE(fit->c, 0);
+  EXPECT_TRUE(NondecreasingUpTo(*fit, 1, 8000));
+  // Optimality (KKT of non-negative least squares): with r the residual and g_j = -2·Σ r·x_j the gradient,
+  // g_j == 0 for a term the fit keeps (> 0) and g_j >= 0 for a term it drops (0); columns scaled to unit size.
+  double g[3] = {0, 0, 0};
+  for (const TimingPoint& p : points) {
+    const double l = static_cast<double>(p.length);
+    const double r = p.seconds - fit->BatchSeconds(1, p.length);
+    const double col[3] = {1.0, l / 8000, l * l / 64e6};
+    for (int j = 0; j < 3; ++j) g[j] += -2 * r * col[j];
+  }
+  const double coef[3] = {fit->a, fit->b, fit->c};
+  for (int j = 0; j < 3; ++j) {
+    if (coef[j] > 0) {
+      EXPECT_NEAR(g[j], 0, 1e-9) << "term " << j;
+    } else {
+      EXPECT_GE(g[j], -1e-9) << "term " << j;
+    }
+  }
+  EXPECT_EQ(fit->a, 0);  // the intercept is the term the data push below zero
+  // And the advice over these timings is made (it failed before: negative costs at short lengths).
+  AdvisorInput in;
+  in.lengths = {100, 500, 900, 3000, 7000};
+  in.cost = *fit;
+  in.cost_source = "test";
+  in.max_buckets = 2;
+  absl::StatusOr<Advice> advice = Advise(in);
+  ASSERT_TRUE(advice.ok()) << advice.status();
+  EXPECT_EQ(advice->bucket_lengths.back(), 7000);
+}
+
+TEST(CostModel, ANegativeGivenCostModelIsAnErrorNamingIt) {
+  AdvisorInput in;
+  in.lengths = {100, 200};
+  in.cost = CostModel{-0.01, 1e-6, 0};
+  in.cost_source = "--cost-model";
+  absl::StatusOr<Advice> advice = Advise(in);
+  ASSERT_FALSE(advice.ok());
+  EXPECT_THAT(advice.status().message(), HasSubstr("cost model time = -0.01"));
+  EXPECT_THAT(advice.status().message(), HasSubstr("(--cost-model)"));
+  EXPECT_THAT(advice.status().message(), HasSubstr("at length 100"));
+}
+
 TEST(CostModel, ParsesThreeNumbersAndNamesTheBadOne) {
   EXPECT_DOUBLE_EQ(ParseCostModel("0.002, 1e-7, 0")->b, 1e-7);
   EXPECT_THAT(ParseCostModel("1,x,2").status().message(), HasSubstr("'x' (b)"));
@@ -360,6 +440,22 @@ TEST_F(AdvisorCli, FitsTheCostModelToBenchTimings) {
   std::string output;
   EXPECT_EQ(Run("--lengths-file " + file + " --max-buckets 2 --bench-json " + bench, &output), 0) << output;
   EXPECT_THAT(output, HasSubstr("least squares over 4 timings"));
+  EXPECT_THAT(output, HasSubstr("to apply: export"));
+  EXPECT_THAT(output, HasSubstr("export_models.py --out NEW_REPO --models MODEL --lengths "));
+}
+
+TEST_F(AdvisorCli, BenchTimingsWithANegativeUnconstrainedInterceptGiveAdvice) {
+  std::string rows;
+  for (const TimingPoint& p : NegativeInterceptTimings()) {
+    rows += (rows.empty() ? "" : ",") + std::string("{\"batch_size\": 1, \"length\": ") + std::to_string(p.length) +
+            ", \"p50_ms\": " + std::to_string(p.seconds * 1e3) + "}";
+  }
+  const std::string bench = Write("bench.json", "[" + rows + "]");
+  const std::string file = Write("lengths.txt", "100\n500\n900\n3000\n7000\n");
+  std::string output;
+  EXPECT_EQ(Run("--lengths-file " + file + " --max-buckets 2 --bench-json " + bench, &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("non-negative least squares over 5 timings"));
+  EXPECT_THAT(output, HasSubstr("time = 0 + "));
 }
 
 }  // namespace

@@ -246,6 +246,31 @@ TEST_F(GenerationE2eTest, UnknownModelIsAServerError) {
   EXPECT_THAT(r.output, HasSubstr("no_such_model"));
 }
 
+// Without --model-repository (the README's second example): the vocabulary, the largest prompt bucket and the context
+// come from the server's GET /v1/models. Before, ids were drawn up to 8192 for this 2000-token model, prompts up to
+// 200 passed its 128-token bucket and 200 + 100 its 256 context: every request was refused, and the run exited 0.
+TEST_F(GenerationE2eTest, WithoutTheRepositoryTheServersLimitsShapeTheRequests) {
+  const std::string json = Path("no_repo.json");
+  const Result r = Shell(std::string(SLUICE_LOADTEST_BINARY) + " --no-progress --api openai -m " + kModel + " -u " +
+                         server_->http_address() + " --prompt-tokens uniform:16-200 --output-tokens fixed:200 -c 2 -n 10"
+                         " --json " + json);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("synthetic ids in [1, 2000)"));
+  rapidjson::Document doc = Json(json);
+  EXPECT_EQ(Number(doc, "/results/ok"), 10) << r.output;
+  EXPECT_EQ(Number(doc, "/results/errors"), 0) << r.output;
+  // Ids past the vocabulary (--vocab over the server's) are refused: nothing succeeds, exit 3, the server's message
+  // is in the report for the code.
+  const Result bad = Shell(std::string(SLUICE_LOADTEST_BINARY) + " --no-progress --api openai -m " + kModel + " -u " +
+                           server_->http_address() + " --vocab 100000 --prompt-tokens fixed:100 --output-tokens fixed:4"
+                           " -c 2 -n 4");
+  EXPECT_EQ(bad.exit_code, 3) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--vocab 100000 is more than the server's vocab_size 2000"));
+  EXPECT_THAT(bad.output, HasSubstr("  first INVALID_ARGUMENT: "));
+  EXPECT_THAT(bad.output, HasSubstr("no request succeeded (4 errors); first INVALID_ARGUMENT: "));
+  EXPECT_TRUE(ServerIdle());
+}
+
 TEST_F(GenerationE2eTest, TritonStreamClosedLoopCountsTokensAndMatchesTheServer) {
   const double before = ServerRequests();
   const double prompt_before = ServerSeries("sluice_generation_prompt_tokens_total");
@@ -315,8 +340,11 @@ TEST_F(GenerationE2eTest, TritonStreamRefusalsAreCountedByCode) {
   // stream (an error response, the stream goes on and ends OK), counted as INVALID_ARGUMENT, its message shown.
   const std::string json = Path("triton_refused.json");
   Result r = RunTriton("-c 2 -n 6 --prompt-tokens fixed:100 --output-tokens fixed:200 --json " + json);
-  EXPECT_EQ(r.exit_code, 0) << r.output;  // errors are results, not a failure of the tool (no SLO given)
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // no request succeeded: the run measured nothing (issue 23)
   EXPECT_THAT(r.output, HasSubstr("first INVALID_ARGUMENT error: the prompt (100 tokens) plus max_tokens (200)"));
+  // The report itself names the server's message, and so does the final error line.
+  EXPECT_THAT(r.output, HasSubstr("  first INVALID_ARGUMENT: the prompt (100 tokens) plus max_tokens (200)"));
+  EXPECT_THAT(r.output, HasSubstr("no request succeeded (6 errors); first INVALID_ARGUMENT: the prompt"));
   rapidjson::Document doc = Json(json);
   EXPECT_EQ(Number(doc, "/results/ok"), 0);
   EXPECT_EQ(Number(doc, "/results/errors_by_code/INVALID_ARGUMENT"), 6);
@@ -328,7 +356,8 @@ TEST_F(GenerationE2eTest, TritonStreamDeadlinesAndTheCapCancelStreams) {
   const std::string late = Path("triton_late.json");
   Result r = RunTriton("-c 2 -n 4 --timeout-ms 300 --prompt-tokens fixed:16 --output-tokens fixed:200 --json " +
                        late);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // every stream ran out of time: nothing succeeded
+  EXPECT_THAT(r.output, HasSubstr("n/a"));  // latency figures without a sample, not 0
   EXPECT_EQ(Number(Json(late), "/results/errors_by_code/DEADLINE_EXCEEDED"), 4) << r.output;
   EXPECT_TRUE(ServerIdle());  // the server saw the streams go and freed their slots
   // The run's cap cancels the streams in flight (CANCELLED), and the server frees their slots too.

@@ -194,8 +194,9 @@ TEST_F(LoadtestE2eTest, DeadlinesAreCountedByCode) {
   const std::string json = Path("deadline.json");
   // 16 s of audio costs the sim ~2.3 ms + batching delay; a 1 ms deadline cannot be met.
   Result r = Run("-m asr_ctc --lengths fixed:16s -c 2 -n 20 --timeout-ms 1 --json " + json);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 3) << r.output;  // no request succeeded: exit 3, with the first error's message
   EXPECT_THAT(r.output, HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(r.output, HasSubstr("no request succeeded (20 errors); first DEADLINE_EXCEEDED: "));
   rapidjson::Document doc = Json(json);
   EXPECT_EQ(Number(doc, "/results/errors_by_code/DEADLINE_EXCEEDED"), 20);
   EXPECT_EQ(Number(doc, "/results/error_rate"), 1.0);
@@ -321,7 +322,7 @@ TEST_F(LoadtestE2eTest, HttpProtocolReportsWhatGrpcReports) {
 
   const std::string deadline_json = Path("http_deadline.json");
   r = Run(http + "-m asr_ctc --lengths fixed:16s -c 2 -n 10 --timeout-ms 1 --json " + deadline_json, false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 3) << r.output;  // nothing succeeded
   EXPECT_EQ(Number(Json(deadline_json), "/results/errors_by_code/DEADLINE_EXCEEDED"), 10) << r.output;
   EXPECT_EQ(Run(http + "-m no_such_model -c 1 -n 1", false).exit_code, 3);
 

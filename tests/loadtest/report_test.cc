@@ -119,6 +119,54 @@ TEST(SloTest, ParsesEveryKeyAndRejectsUnknownOnesWithTheLine) {
   EXPECT_FALSE(ParseSlo("max_eror_rate: 0.1\n", "slo.yaml").ok());
 }
 
+// A run in which nothing succeeded: latency figures and objectives on them read n/a (0 would read as instant, and
+// FAIL as a slow server), and each error code's first message is in the table and the JSON.
+TEST(SloTest, FiguresWithoutSamplesAreNotApplicableAndErrorsKeepTheirMessages) {
+  auto workload = SpeechWorkload();
+  RunResult run;
+  run.concurrency = 1;
+  for (int i = 0; i < 3; ++i) {
+    RequestRecord r;
+    r.index = static_cast<uint64_t>(i);
+    r.length = 16000;
+    r.scheduled_s = r.sent_s = i;
+    r.done_s = i + 0.1;
+    r.code = 3;  // INVALID_ARGUMENT
+    r.measured = true;
+    run.records.push_back(r);
+  }
+  run.first_errors[3] = "token id 5000 is outside the vocabulary [0, 2000)";
+  run.measure_start_s = 0;
+  run.measure_end_s = 2.1;
+  Report report;
+  report.models.push_back({"asr_ctc", "speech", "speech", 1, 256000, 16000, false});
+  report.summary = Summarize(run, *workload, "", 1, nullptr);
+  auto slo = *ParseSlo("latency_ms: {p99: 500}\nmax_error_rate: 0.5\n", "slo.yaml");
+  report.slo = slo;
+  report.verdicts = Evaluate(slo, report.summary);
+  ASSERT_EQ(report.verdicts.size(), 2u);
+  EXPECT_TRUE(report.verdicts[0].no_samples);
+  EXPECT_FALSE(report.verdicts[0].pass);  // still cannot pass
+  EXPECT_FALSE(report.verdicts[1].no_samples);
+  EXPECT_THAT(FormatVerdict(report.verdicts[0]), HasSubstr("n/a   p99 latency (ms)"));
+  EXPECT_THAT(FormatVerdict(report.verdicts[0]), HasSubstr("no samples: cannot pass"));
+  EXPECT_THAT(FormatVerdict(report.verdicts[1]), HasSubstr("FAIL  error rate"));
+  const std::string table = FormatReport(report);
+  EXPECT_THAT(table, HasSubstr("first INVALID_ARGUMENT: token id 5000 is outside the vocabulary [0, 2000)"));
+  EXPECT_THAT(table, HasSubstr("      n/a      n/a"));  // the latency columns of the row
+  const auto path = std::filesystem::temp_directory_path() / "lt_no_samples.json";
+  ASSERT_TRUE(WriteReportJson(report, path.string()).ok());
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  ASSERT_FALSE(doc.HasParseError());
+  const rapidjson::Value* message = rapidjson::Pointer("/results/first_error_messages/INVALID_ARGUMENT").Get(doc);
+  ASSERT_NE(message, nullptr) << text;
+  EXPECT_STREQ(message->GetString(), "token id 5000 is outside the vocabulary [0, 2000)");
+  std::filesystem::remove(path);
+}
+
 TEST(SloTest, VerdictsAtTheBoundariesAndGoodput) {
   auto workload = SpeechWorkload();
   auto slo = *ParseSlo("latency_ms: {p50: 50.001, p99: 98.9}\nmax_error_rate: 0.02\nmin_throughput_rps: 10\n"

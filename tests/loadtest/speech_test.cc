@@ -9,6 +9,7 @@
 #include <sndfile.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -198,6 +199,46 @@ TEST(SpeechAudioTest, ReferenceTranscriptsBesideRecordings) {
   absl::StatusOr<std::vector<AudioFileInfo>> probed = ProbeAudioFolder(dir.string());
   ASSERT_TRUE(probed.ok()) << probed.status();
   EXPECT_EQ(probed->size(), 2u);
+  std::filesystem::remove_all(dir);
+}
+
+// espeak-ng writes 22.05 kHz WAVs: the folder reader resamples them to the model's rate (as the server does) rather
+// than refusing them. A 440 Hz tone of 1 s must come out as ~16000 samples still carrying 440 Hz (880 sign
+// changes), at the same level.
+TEST(SpeechAudioTest, RecordingsAtAnotherRateAreResampledToTheModels) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lt_resample_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  SF_INFO info{};
+  info.samplerate = 22050;
+  info.channels = 1;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+  SNDFILE* file = sf_open((dir / "espeak.wav").c_str(), SFM_WRITE, &info);
+  ASSERT_NE(file, nullptr) << sf_strerror(nullptr);
+  std::vector<float> tone(22050);
+  for (size_t i = 0; i < tone.size(); ++i) tone[i] = 0.5f * static_cast<float>(std::sin(2 * M_PI * 440 * i / 22050.0));
+  sf_writef_float(file, tone.data(), static_cast<sf_count_t>(tone.size()));
+  sf_close(file);
+
+  absl::StatusOr<AudioFolder> folder = LoadAudioFolder(dir.string(), 16000, 256000);
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  ASSERT_EQ(folder->clips.size(), 1u);
+  EXPECT_EQ(folder->resampled, 1);
+  const std::vector<float>& out = folder->clips[0].samples;
+  EXPECT_NEAR(static_cast<double>(out.size()), 16000.0, 16.0);
+  int sign_changes = 0;
+  double peak = 0;
+  for (size_t i = 200; i + 200 < out.size(); ++i) {  // away from the converter's edges
+    if ((out[i] >= 0) != (out[i - 1] >= 0)) ++sign_changes;
+    peak = std::max(peak, static_cast<double>(std::abs(out[i])));
+  }
+  const double seconds = static_cast<double>(out.size() - 400) / 16000;
+  EXPECT_NEAR(sign_changes, 2 * 440 * seconds, 4);
+  EXPECT_NEAR(peak, 0.5, 0.02);
+  // A clip over the largest bucket is cut after resampling: 0.5 s at 16 kHz.
+  folder = LoadAudioFolder(dir.string(), 16000, 8000);
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  EXPECT_EQ(folder->clips[0].samples.size(), 8000u);
+  EXPECT_EQ(folder->truncated, 1);
   std::filesystem::remove_all(dir);
 }
 

@@ -246,10 +246,17 @@ TEST(AudioFolderTest, ReadsMixesDownCutsAndFeedsTheWorkload) {
   }
   EXPECT_EQ(clips.size(), 3u);
 
+  // Another rate is resampled to the model's (the server would do the same), not refused.
   WriteWav(dir / "d.wav", 8000, 1, 100);
+  auto other_rate = LoadAudioFolder(dir.string(), 16000, 1000);
+  ASSERT_TRUE(other_rate.ok()) << other_rate.status();
+  EXPECT_EQ(other_rate->resampled, 1);
+  EXPECT_NEAR(static_cast<double>(other_rate->clips[3].samples.size()), 200.0, 2.0);
+  // A ratio libsamplerate cannot convert (over 256) is an error naming the file and rate.
+  WriteWav(dir / "d.wav", 40, 1, 100);
   auto wrong_rate = LoadAudioFolder(dir.string(), 16000, 1000);
   ASSERT_FALSE(wrong_rate.ok());
-  EXPECT_THAT(std::string(wrong_rate.status().message()), HasSubstr("8000 Hz"));
+  EXPECT_THAT(std::string(wrong_rate.status().message()), HasSubstr("d.wav: 40 Hz cannot be resampled"));
   std::ofstream(dir / "d.wav") << "not audio";
   EXPECT_FALSE(LoadAudioFolder(dir.string(), 16000, 1000).ok());
   std::filesystem::remove_all(dir);
