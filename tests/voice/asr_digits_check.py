@@ -39,6 +39,7 @@ def main() -> int:
     sys.path.insert(0, args.compile_dir)
     import asr_digits  # noqa: E402
     import asr_digits_corpus as corpus  # noqa: E402
+    import graph_format  # noqa: E402
     import yaml  # noqa: E402
 
     torch.set_num_threads(1)
@@ -55,6 +56,7 @@ def main() -> int:
         print("FAIL: empty manifest")
         return 1
     eager = asr_digits.build()
+    weights = graph_format.read_weights(model_dir)  # None for a format-1 directory
     by_bucket = collections.defaultdict(list)
     for row in rows:
         audio = read_wav(os.path.join(args.heldout_dir, row["file"]))
@@ -77,7 +79,7 @@ def main() -> int:
             used_sizes.add(b)
             chunk = [items[(pos + i) % len(items)] for i in range(b)]
             pos += b
-            graph = torch.jit.load(os.path.join(model_dir, "graphs", f"b{b}_l{bucket}.pt"))
+            graph = graph_format.load_graph(model_dir, f"b{b}_l{bucket}", weights=weights)
             graphs_used.add(f"b{b}_l{bucket}")
             batch = torch.randn(b, bucket, generator=gen) * 1e4  # garbage past each row's end, NaN included
             batch[:, ::97] = float("nan")
