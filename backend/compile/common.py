@@ -77,9 +77,13 @@ def pad_batch(cases: List[List[torch.Tensor]], length: int, fill=None):
 
 def trace_graph(model: torch.nn.Module, example: tuple, target: str, names, weights):
     """One static-shape graph of `model` at `example`'s shapes, taking `weights` (named `names`, all of the
-    model's parameters and buffers) as trailing inputs rather than holding a copy of its own."""
-    wrapper = graph_format.WeightsAsInputs(model, names, len(example)).eval()
-    args = tuple(example) + tuple(weights)
+    model's parameters and buffers) as trailing inputs rather than holding a copy of its own. names=None: graph
+    format 1, the weights inlined (only to test that old repositories keep loading)."""
+    if names is None:
+        wrapper, args = model, tuple(example)
+    else:
+        wrapper = graph_format.WeightsAsInputs(model, names, len(example)).eval()
+        args = tuple(example) + tuple(weights)
     if target == "neuron":
         # UNVERIFIED (no Neuron hardware here): the weights become NEFF inputs rather than inlined constants.
         import torch_neuronx  # availability checked up front by export_models.py
@@ -192,8 +196,10 @@ def _pid_alive(pid: str) -> bool:
     return True
 
 
-def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: int) -> float:
-    """Builds DIR/<name>/ in a temp dir, then renames it into place. Returns seconds taken."""
+def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: int,
+                 graph_format_version: int = graph_format.FORMAT_VERSION) -> float:
+    """Builds DIR/<name>/ in a temp dir, then renames it into place. Returns seconds taken. graph_format_version 1
+    writes the old layout (every graph with its own weights, no weights.pt), for compatibility tests only."""
     start = time.monotonic()
     final = os.path.join(out_dir, spec.name)
     tmp = os.path.join(out_dir, f".{spec.name}.tmp-{os.getpid()}")
@@ -208,10 +214,12 @@ def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: in
         model = spec.build().eval()
         print(f"[{spec.name}] {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
               f"{len(spec.batch_sizes) * len(spec.lengths)} graphs, target {target}", flush=True)
-        names, weights = graph_format.weight_tensors(model)
-        weight_bytes = graph_format.write_weights(names, weights, os.path.join(tmp, graph_format.WEIGHTS_FILE))
-        print(f"[{spec.name}]   {graph_format.WEIGHTS_FILE:<16} {len(names)} tensors, {weight_bytes / 2**20:.1f} MiB "
-              f"(stored once; every graph takes them as inputs)", flush=True)
+        names, weights = None, None
+        if graph_format_version == graph_format.FORMAT_VERSION:
+            names, weights = graph_format.weight_tensors(model)
+            weight_bytes = graph_format.write_weights(names, weights, os.path.join(tmp, graph_format.WEIGHTS_FILE))
+            print(f"[{spec.name}]   {graph_format.WEIGHTS_FILE:<16} {len(names)} tensors, {weight_bytes / 2**20:.1f} "
+                  "MiB (stored once; every graph takes them as inputs)", flush=True)
         for b in spec.batch_sizes:
             for length in spec.lengths:
                 t0 = time.monotonic()
