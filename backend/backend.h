@@ -2,7 +2,7 @@
 // simulator) holding every per-bucket graph of the model, warmed, ready to execute a padded batch.
 //
 // Thread-safety: Execute() may be called from one thread at a time per instance (the scheduler gives each
-// instance its own thread); different instances run concurrently. load_stats()/Describe() are immutable
+// instance its own thread); different instances run concurrently. load_stats()/memory()/Describe() are immutable
 // after Create().
 #pragma once
 
@@ -39,6 +39,31 @@ struct BucketLoadStats {
   double steady_seconds = 0;  // the last warm-up execution alone: a first estimate of steady compute time
 };
 
+// What one instance holds in memory, as loaded (bytes; see backend/compile/README.md "Graph format").
+struct InstanceMemory {
+  int graph_format = 0;      // 2: weights.pt bound to every graph; 1: each graph file holds its own weights; 0: none
+  int64_t weight_bytes = 0;  // tensor bytes of the weights it binds (format 1: 0, they are inside graph_bytes)
+  std::string weights_id;    // instances with the same non-empty id bind one shared copy (count it once)
+  int64_t cache_bytes = 0;   // state resident between calls (the KV cache)
+  int64_t graph_bytes = 0;   // the graph files it loaded (serialized code and constants; format 1: + weights)
+  int graphs = 0;
+};
+
+// A model's memory over its instances: shared weights counted once.
+struct ModelMemory {
+  int graph_format = 0;  // the lowest format among the instances (1 wins: it wastes memory)
+  int64_t weight_bytes = 0;
+  int64_t cache_bytes = 0;
+  int64_t graph_bytes = 0;
+  int graphs = 0;
+  int64_t largest_graph_bytes = 0;  // format 1: the biggest graph file, about one copy of the weights
+};
+ModelMemory SumInstanceMemory(const std::vector<InstanceMemory>& instances);
+// One line for logs, e.g. "weights 14.3 MiB (1 copy, shared by 2 instances), cache 0 B, graphs 15 x 6 KiB".
+std::string DescribeModelMemory(const ModelMemory& memory, size_t instances);
+// Format 1: a warning naming the memory the per-graph weight copies waste; empty otherwise.
+std::string GraphFormatWarning(const std::string& model, const ModelMemory& memory);
+
 struct InstanceOptions {
   const ModelConfig* model = nullptr;  // must outlive the instance
   InstanceGroup group;
@@ -62,6 +87,8 @@ class Backend {
   virtual absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) = 0;
 
   virtual const std::vector<BucketLoadStats>& load_stats() const = 0;
+  // What this instance holds (immutable after Create()).
+  virtual InstanceMemory memory() const { return {}; }
   // e.g. "asr_ctc#0 on cpu (1 intra-op thread)"
   virtual std::string Describe() const = 0;
 };

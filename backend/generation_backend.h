@@ -7,8 +7,8 @@
 // with padding rows that write only into the scratch slot. Padding never changes a real row's logits.
 //
 // Thread-safety: Prefill() and Decode() are called from one thread at a time per instance (the engine gives
-// each instance one thread); different instances run concurrently. load_stats()/Describe() are immutable after
-// Create().
+// each instance one thread); different instances run concurrently. load_stats()/memory()/Describe() are immutable
+// after Create().
 #pragma once
 
 #include <cstdint>
@@ -73,6 +73,8 @@ class GenerationBackend {
   // One entry per graph: prefill graphs have batch_size 1 and length = the prompt bucket; decode graphs have
   // batch_size = the batch bucket and length = the KV length.
   virtual const std::vector<BucketLoadStats>& load_stats() const = 0;
+  // Weights, KV cache and graphs this instance holds (immutable after Create()).
+  virtual InstanceMemory memory() const { return {}; }
   // e.g. "llama_tiny#0 on cpu (1 intra-op thread, KV cache 16 slots x 1024 positions, 33.6 MB)"
   virtual std::string Describe() const = 0;
 };

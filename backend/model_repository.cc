@@ -85,6 +85,13 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
   return repository;
 }
 
+ModelMemory MemoryOf(const LoadedModel& model) {
+  std::vector<InstanceMemory> instances;
+  for (const auto& instance : model.instances) instances.push_back(instance->memory());
+  for (const auto& instance : model.generation_instances) instances.push_back(instance->memory());
+  return SumInstanceMemory(instances);
+}
+
 const LoadedModel* ModelRepository::Find(const std::string& name) const {
   for (const LoadedModel& model : models_) {
     if (model.config->name == name) return &model;

@@ -46,6 +46,9 @@ class ModelRepository {
   std::vector<LoadedModel> models_;
 };
 
+// What a loaded model holds over all its instances (backend.h SumInstanceMemory: shared weights counted once).
+ModelMemory MemoryOf(const LoadedModel& model);
+
 // The model directories (holding config.yaml) directly under `path`, sorted by name.
 absl::StatusOr<std::vector<std::string>> ListModelDirectories(const std::string& path);
 

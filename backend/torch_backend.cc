@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
 #include "backend/torch_device.h"
+#include "backend/torch_weights.h"
 
 namespace sluice {
 namespace {
@@ -44,6 +45,12 @@ class TorchBackend final : public Backend {
   absl::Status LoadAll(int warmup_runs) {
     ScopedInstanceThreads scope(threads_);
     SLUICE_RETURN_IF_ERROR(scope.status());
+    memory_.graph_format = GraphFormatOf(model_);
+    if (memory_.graph_format == kGraphFormatVersion) {
+      SLUICE_ASSIGN_OR_RETURN(weights_, SharedTorchWeights(model_, target_));
+      memory_.weight_bytes = weights_->bytes;
+      memory_.weights_id = weights_->id;
+    }
     for (int batch_size : model_.buckets.batch_sizes) {
       for (int64_t length : model_.buckets.lengths) {
         SLUICE_RETURN_IF_ERROR(LoadBucket(batch_size, length, warmup_runs));
@@ -70,6 +77,7 @@ class TorchBackend final : public Backend {
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+  InstanceMemory memory() const override { return memory_; }
 
   std::string Describe() const override {
     std::string where(DeviceKindName(group_.device));
@@ -92,6 +100,8 @@ class TorchBackend final : public Backend {
     }
     module->eval();
     stats.load_seconds = SecondsSince(load_start);
+    memory_.graph_bytes += GraphFileBytes(path);
+    ++memory_.graphs;
     graphs_.emplace(std::make_pair(batch_size, length), std::move(*module));
     const auto warm_start = Clock::now();
     for (int i = 0; i < warmup_runs; ++i) {
@@ -127,6 +137,7 @@ class TorchBackend final : public Backend {
     }
     std::vector<int64_t> lengths = batch.row_lengths;
     args.emplace_back(torch::from_blob(lengths.data(), {batch.batch_size}, torch::kInt64).to(device_));
+    if (weights_) args.insert(args.end(), weights_->tensors.begin(), weights_->tensors.end());  // graph format 2
 
     torch::jit::IValue returned = graph.forward(args);
     if (!returned.isTuple()) throw std::runtime_error("graph must return a tuple (see backend/compile/README.md)");
@@ -174,6 +185,8 @@ class TorchBackend final : public Backend {
   const TorchTarget target_;
   const torch::Device device_;  // target_.device
   const InstanceThreads threads_;
+  std::shared_ptr<const TorchWeights> weights_;  // graph format 2: bound to every graph; null for format 1
+  InstanceMemory memory_;
   std::map<std::pair<int, int64_t>, torch::jit::Module> graphs_;
   std::vector<BucketLoadStats> stats_;
 };

@@ -12,6 +12,7 @@
 #include "backend/base/status_macros.h"
 #include "backend/generation_inputs.h"
 #include "backend/torch_device.h"
+#include "backend/torch_weights.h"
 
 namespace sluice {
 namespace {
@@ -43,6 +44,13 @@ class TorchGenerationBackend final : public GenerationBackend {
     ScopedInstanceThreads scope(threads_);
     SLUICE_RETURN_IF_ERROR(scope.status());
     SLUICE_RETURN_IF_ERROR(AllocateCache());
+    memory_.cache_bytes = static_cast<int64_t>(k_cache_.nbytes() + v_cache_.nbytes());
+    memory_.graph_format = GraphFormatOf(model_);
+    if (memory_.graph_format == kGraphFormatVersion) {
+      SLUICE_ASSIGN_OR_RETURN(weights_, SharedTorchWeights(model_, target_));
+      memory_.weight_bytes = weights_->bytes;
+      memory_.weights_id = weights_->id;
+    }
     for (int64_t length : generation_.prefill_lengths) {
       SLUICE_RETURN_IF_ERROR(LoadGraph(PrefillGraphPath(model_, length), 1, length, warmup_runs, prefill_[length],
                                        [this, length](torch::jit::Module& graph) {
@@ -87,6 +95,7 @@ class TorchGenerationBackend final : public GenerationBackend {
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+  InstanceMemory memory() const override { return memory_; }
 
   std::string Describe() const override {
     std::string where(DeviceKindName(group_.device));
@@ -129,6 +138,8 @@ class TorchGenerationBackend final : public GenerationBackend {
       slot = std::move(*module);
       slot.eval();
       stats.load_seconds = SecondsSince(load_start);
+      memory_.graph_bytes += GraphFileBytes(path);
+      ++memory_.graphs;
       const auto warm_start = Clock::now();
       for (int i = 0; i < warmup_runs; ++i) {
         const auto run_start = Clock::now();
@@ -153,6 +164,7 @@ class TorchGenerationBackend final : public GenerationBackend {
     std::vector<torch::jit::IValue> args = {ids.to(device_),
                                             Int64Vector({static_cast<int64_t>(tokens.size())}).to(device_),
                                             Int64Vector({slot}).to(device_), k_cache_, v_cache_};
+    AppendWeights(args);
     return ToLogits(graph.forward(args), 1, 1);
   }
 
@@ -169,7 +181,13 @@ class TorchGenerationBackend final : public GenerationBackend {
     }
     std::vector<torch::jit::IValue> args = {Int64Vector(tokens).to(device_), Int64Vector(positions).to(device_),
                                             Int64Vector(slots).to(device_), k_cache_, v_cache_};
+    AppendWeights(args);
     return ToLogits(graph.forward(args), batch_size, static_cast<int>(rows.size()));
+  }
+
+  // Graph format 2: every graph takes the weights after its own inputs.
+  void AppendWeights(std::vector<torch::jit::IValue>& args) const {
+    if (weights_) args.insert(args.end(), weights_->tensors.begin(), weights_->tensors.end());
   }
 
   // The graph's [batch_size, vocab] FP32 logits; the first `rows` rows are copied out.
@@ -197,6 +215,8 @@ class TorchGenerationBackend final : public GenerationBackend {
   const torch::Device device_;  // target_.device
   const InstanceThreads threads_;
   const int scratch_slot_;
+  std::shared_ptr<const TorchWeights> weights_;  // graph format 2: bound to every graph; null for format 1
+  InstanceMemory memory_;
   torch::Tensor k_cache_;
   torch::Tensor v_cache_;
   std::map<int64_t, torch::jit::Module> prefill_;                  // by prompt bucket

@@ -122,6 +122,10 @@ class Executor:
         torch.set_num_threads(ARGS.threads)
         torch.set_num_interop_threads(1)
         self.torch = torch
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "backend", "compile"))
+        import graph_format  # the graph format contract: weights.pt bound once to every graph
+
+        weights = graph_format.read_weights(ARGS.model_dir, map_location="cpu")
         graphs_dir = os.path.join(ARGS.model_dir, "graphs")
         found = {}
         for name in os.listdir(graphs_dir):
@@ -137,7 +141,7 @@ class Executor:
         t_load = t_warm = 0.0
         for L, B in wanted:
             t = time.time()
-            graph = torch.jit.load(found[(L, B)], map_location="cpu")
+            graph = graph_format.load_graph(ARGS.model_dir, f"b{B}_l{L}", map_location="cpu", weights=weights)
             graph.eval()
             t_load += time.time() - t
             t = time.time()

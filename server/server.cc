@@ -64,6 +64,10 @@ void LoadGrpcReflection() {
 void LogRepository(const ModelRepository& repository) {
   for (const LoadedModel& model : repository.models()) {
     const ModelConfig& config = *model.config;
+    const ModelMemory memory = MemoryOf(model);
+    const size_t instances = model.instances.size() + model.generation_instances.size();
+    spdlog::info("model {} memory: {}", config.name, DescribeModelMemory(memory, instances));
+    if (std::string warning = GraphFormatWarning(config.name, memory); !warning.empty()) spdlog::warn("{}", warning);
     if (config.generation) {
       const GenerationOptions& g = *config.generation;
       spdlog::info("model {} (generation): {} instance(s), prompt buckets [{}], decode batch sizes [{}], KV lengths "
@@ -166,6 +170,9 @@ absl::Status Server::LoadModels() {
   }
   repository_ = *std::move(repository);
   LogRepository(*repository_);
+  for (const LoadedModel& loaded : repository_->models()) {
+    metrics_->SetModelMemory(loaded.config->name, MemoryOf(loaded));
+  }
   std::vector<std::unique_ptr<ServedModel>> models;
   std::vector<std::unique_ptr<GenerationModel>> generation_models;
   for (LoadedModel& loaded : repository_->mutable_models()) {

@@ -307,6 +307,18 @@ ModelMetrics* ServerMetrics::AddModel(const ModelConfig& config, const std::vect
   return models_.back().get();
 }
 
+void ServerMetrics::SetModelMemory(const std::string& model, const ModelMemory& memory) {
+  if (model_memory_ == nullptr) {
+    model_memory_ = &BuildGauge().Name("sluice_model_memory_bytes")
+                         .Help("Bytes a model holds as loaded, by kind: weights (one copy per device), cache (KV), "
+                               "graphs (graph files loaded)")
+                         .Register(*registry_);
+  }
+  model_memory_->Add({{"model", model}, {"kind", "weights"}}).Set(static_cast<double>(memory.weight_bytes));
+  model_memory_->Add({{"model", model}, {"kind", "cache"}}).Set(static_cast<double>(memory.cache_bytes));
+  model_memory_->Add({{"model", model}, {"kind", "graphs"}}).Set(static_cast<double>(memory.graph_bytes));
+}
+
 double ServerMetrics::ModelDollarsSoFar(const ModelConfig& config, absl::Time now) const {
   return cost_ ? cost_->DollarsSoFar(AcceleratorsHeld(config), now) : 0.0;
 }

@@ -127,6 +127,10 @@ class ServerMetrics {
   ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
                          const Scheduler* scheduler, std::function<bool()> ready, const Clock& clock);
 
+  // sluice_model_memory_bytes{model, kind=weights|cache|graphs}: what the model's instances hold as loaded
+  // (shared weights counted once; graph format 1 has its weights inside `graphs`). REQUIRES: before serving.
+  void SetModelMemory(const std::string& model, const ModelMemory& memory);
+
   // The text exposition format, gauges refreshed as of `now`.
   std::string Render(absl::Time now);
 
@@ -143,6 +147,7 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<std::unique_ptr<ModelMetrics>> models_;
   std::vector<std::function<void(absl::Time)>> render_hooks_;
+  prometheus::Family<prometheus::Gauge>* model_memory_ = nullptr;
   prometheus::Gauge* resident_bytes_ = nullptr;
   prometheus::Gauge* peak_resident_bytes_ = nullptr;
   prometheus::Gauge* cpu_seconds_ = nullptr;

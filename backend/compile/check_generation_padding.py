@@ -34,6 +34,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import float_tolerance  # noqa: E402
+import graph_format  # noqa: E402
 
 
 class Model:
@@ -47,10 +48,11 @@ class Model:
         self.cache_shape = (kv["layers"], kv["slots"] + 1, g["context_length"], kv["kv_heads"], kv["head_dim"])
         self.scratch = kv["slots"]
         self._graphs = {}
+        self._weights = graph_format.read_weights(model_dir)  # None for a format-1 directory
 
     def graph(self, name: str):
         if name not in self._graphs:
-            self._graphs[name] = torch.jit.load(os.path.join(self.dir, "graphs", name + ".pt"))
+            self._graphs[name] = graph_format.load_graph(self.dir, name, weights=self._weights)
         return self._graphs[name]
 
     def new_cache(self, fill: float = 0.0):

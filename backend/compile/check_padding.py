@@ -19,6 +19,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_format  # noqa: E402
 from common import pad_batch  # noqa: E402
 import float_tolerance  # noqa: E402
 
@@ -68,6 +69,7 @@ def check_model(model_dir: str, rtol: float, atol: float, only, nonfinite: bool)
     outputs = cfg["outputs"]
     variable = any(-1 in o["shape"] for o in outputs)
     cases = load_reference(os.path.join(model_dir, "reference.pt"))
+    weights = graph_format.read_weights(model_dir)  # None for a format-1 directory
     gen = torch.Generator().manual_seed(1234)
     ok = True
     lengths = cfg["buckets"]["lengths"]
@@ -78,7 +80,7 @@ def check_model(model_dir: str, rtol: float, atol: float, only, nonfinite: bool)
                 continue
             rows = pick_rows(cases, b, length, lengths[i - 1] if i else 0)
             inputs, real = pad_batch([r[0] for r in rows], length, garbage(nonfinite, gen))
-            graph = torch.jit.load(os.path.join(model_dir, "graphs", key + ".pt"))
+            graph = graph_format.load_graph(model_dir, key, weights=weights)
             t0 = time.monotonic()
             with torch.no_grad():
                 result = graph(*inputs, real)

@@ -2,7 +2,9 @@
 
 A model module provides a ModelSpec (see asr_ctc.spec()); everything below works from the spec alone, so a
 new model needs no changes here. Calling convention of every exported graph (the C++ backend relies on it):
-forward(input_0, ..., input_{n-1}, lengths) -> tuple(outputs..., [out_lengths if any output has a -1 axis]).
+forward(input_0, ..., input_{n-1}, lengths, weight_0, ..., weight_{m-1})
+    -> tuple(outputs..., [out_lengths if any output has a -1 axis]),
+the weights stored once in <model>/weights.pt (graph format 2, graph_format.py).
 """
 import dataclasses
 import glob
@@ -16,6 +18,8 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 import yaml
+
+import graph_format
 
 
 @dataclasses.dataclass
@@ -71,12 +75,21 @@ def pad_batch(cases: List[List[torch.Tensor]], length: int, fill=None):
     return batched, lengths
 
 
-def trace_graph(model: torch.nn.Module, example: tuple, target: str):
+def trace_graph(model: torch.nn.Module, example: tuple, target: str, names, weights):
+    """One static-shape graph of `model` at `example`'s shapes, taking `weights` (named `names`, all of the
+    model's parameters and buffers) as trailing inputs rather than holding a copy of its own. names=None: graph
+    format 1, the weights inlined (only to test that old repositories keep loading)."""
+    if names is None:
+        wrapper, args = model, tuple(example)
+    else:
+        wrapper = graph_format.WeightsAsInputs(model, names, len(example)).eval()
+        args = tuple(example) + tuple(weights)
     if target == "neuron":
+        # UNVERIFIED (no Neuron hardware here): the weights become NEFF inputs rather than inlined constants.
         import torch_neuronx  # availability checked up front by export_models.py
-        return torch_neuronx.trace(model, example)
+        return torch_neuronx.trace(wrapper, args)
     # check_trace off: it re-runs the model (doubling export time); check_padding.py is the real check.
-    traced = torch.jit.trace(model, example, check_trace=False)
+    traced = torch.jit.trace(wrapper, args, check_trace=False)
     return torch.jit.freeze(traced)
 
 
@@ -183,8 +196,10 @@ def _pid_alive(pid: str) -> bool:
     return True
 
 
-def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: int) -> float:
-    """Builds DIR/<name>/ in a temp dir, then renames it into place. Returns seconds taken."""
+def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: int,
+                 graph_format_version: int = graph_format.FORMAT_VERSION) -> float:
+    """Builds DIR/<name>/ in a temp dir, then renames it into place. Returns seconds taken. graph_format_version 1
+    writes the old layout (every graph with its own weights, no weights.pt), for compatibility tests only."""
     start = time.monotonic()
     final = os.path.join(out_dir, spec.name)
     tmp = os.path.join(out_dir, f".{spec.name}.tmp-{os.getpid()}")
@@ -199,11 +214,17 @@ def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: in
         model = spec.build().eval()
         print(f"[{spec.name}] {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
               f"{len(spec.batch_sizes) * len(spec.lengths)} graphs, target {target}", flush=True)
+        names, weights = None, None
+        if graph_format_version == graph_format.FORMAT_VERSION:
+            names, weights = graph_format.weight_tensors(model)
+            weight_bytes = graph_format.write_weights(names, weights, os.path.join(tmp, graph_format.WEIGHTS_FILE))
+            print(f"[{spec.name}]   {graph_format.WEIGHTS_FILE:<16} {len(names)} tensors, {weight_bytes / 2**20:.1f} "
+                  "MiB (stored once; every graph takes them as inputs)", flush=True)
         for b in spec.batch_sizes:
             for length in spec.lengths:
                 t0 = time.monotonic()
                 with torch.no_grad():
-                    graph = trace_graph(model, _example_batch(spec, b, length), target)
+                    graph = trace_graph(model, _example_batch(spec, b, length), target, names, weights)
                 path = os.path.join(tmp, "graphs", f"b{b}_l{length}.pt")
                 torch.jit.save(graph, path)
                 print(f"[{spec.name}]   {'b%d_l%d.pt' % (b, length):<16} {time.monotonic() - t0:6.2f} s  "

@@ -30,6 +30,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="model repository directory to write into")
     parser.add_argument("--target", choices=["cpu", "neuron"], default="cpu")
+    parser.add_argument("--graph-format", type=int, choices=[1, 2], default=2,
+                        help="2 (default): weights.pt once, graphs take the weights as inputs; 1: the old layout, every "
+                        "graph with its own weights (to test that old repositories keep loading; not for llama_tiny)")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: "
                         + ", ".join(MODELS))
     parser.add_argument("--reference-cases", type=int, default=12)
@@ -70,12 +73,15 @@ def main() -> int:
     times = {}
     for name in names:
         if name in GENERATION_MODELS:
+            if args.graph_format != 2:
+                print(f"--graph-format 1 is not supported for {name}", file=sys.stderr)
+                return 2
             times[name] = GENERATION_MODELS[name](args.out, args.target)
             continue
         spec = MODELS[name]()
         if lengths:
             spec.lengths = lengths
-        times[name] = common.export_model(spec, args.out, args.target, args.reference_cases)
+        times[name] = common.export_model(spec, args.out, args.target, args.reference_cases, args.graph_format)
     summary = ", ".join(f"{n} {t:.1f} s" for n, t in times.items())
     print(f"total export time {time.monotonic() - start:.1f} s ({summary})")
     return 0

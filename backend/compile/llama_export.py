@@ -26,6 +26,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+import graph_format  # noqa: E402
 import llama  # noqa: E402
 import llm_tokenizer  # noqa: E402
 
@@ -93,13 +94,17 @@ def empty_cache(cfg: llama.LlamaConfig, slots: int, context: int) -> torch.Tenso
     return torch.zeros(cfg.num_hidden_layers, slots + 1, context, cfg.num_key_value_heads, cfg.head_dim)
 
 
-def trace(module: torch.nn.Module, example: tuple, target: str):
+def trace(module: torch.nn.Module, example: tuple, target: str, names, weights):
+    """One graph taking the model's weights as trailing inputs (graph format 2, graph_format.py)."""
+    wrapper = graph_format.WeightsAsInputs(module, names, len(example)).eval()
+    args = tuple(example) + tuple(weights)
     if target == "neuron":
-        # UNVERIFIED (no Neuron hardware here): torch_neuronx.trace of graphs that update input tensors in place.
-        # Neuron graphs are functional; whether the in-place KV-cache update survives compilation is unknown.
+        # UNVERIFIED (no Neuron hardware here): torch_neuronx.trace of graphs that update input tensors in place,
+        # with the weights as NEFF inputs. Neuron graphs are functional; whether the in-place KV-cache update
+        # survives compilation is unknown.
         import torch_neuronx
-        return torch_neuronx.trace(module, example)
-    traced = torch.jit.trace(module, example, check_trace=False)
+        return torch_neuronx.trace(wrapper, args)
+    traced = torch.jit.trace(wrapper, args, check_trace=False)
     return torch.jit.freeze(traced)
 
 
@@ -124,10 +129,16 @@ def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_si
             for length in prefill_lengths]
     jobs += [(f"decode_b{b}_k{k}.pt", llama.DecodeGraph(model, k), decode_example(cfg, b, slots, context, k))
              for b in batch_sizes for k in kv_lengths]
+    # Prefill and decode wrappers hold the model as `m`: one name list (and one weights.pt) serves every graph.
+    names, weights = graph_format.weight_tensors(jobs[0][1])
+    weight_bytes = graph_format.write_weights(names, weights,
+                                              os.path.join(os.path.dirname(graphs_dir), graph_format.WEIGHTS_FILE))
+    log(f"  {graph_format.WEIGHTS_FILE:<22} {len(names)} tensors, {weight_bytes / 2**20:.1f} MiB (stored once)")
     for name, module, example in jobs:
+        assert graph_format.weight_tensors(module)[0] == names, f"{name}: weights differ from the prefill graph's"
         t0 = time.monotonic()
         with torch.no_grad():
-            graph = trace(module.eval(), example, target)
+            graph = trace(module.eval(), example, target, names, weights)
         path = os.path.join(graphs_dir, name)
         torch.jit.save(graph, path)
         log(f"  {name:<22} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.1f} MiB")

@@ -4,6 +4,8 @@
 // those timings as JSON (schema sluice-bench-backend/1), which `sluice-advisor --bench-json` fits its cost model to.
 // Generation models (kind: generation) are timed per graph instead: each prompt bucket's prefill and each
 // (batch bucket, KV bucket) decode step (bench_generation.h).
+// Memory is reported, not guessed: per model its weights, caches and graph files as loaded (InstanceMemory), and
+// the process's resident memory before loading, after loading + warming and at its peak (VmRSS / VmHWM).
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
@@ -25,6 +27,18 @@
 
 namespace sluice {
 namespace {
+
+// A "VmRSS:"-style line of /proc/self/status in bytes; 0 when it cannot be read.
+int64_t ProcStatusBytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1) * 1024;  // in kB
+  }
+  return 0;
+}
+
+double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 struct Flags {
   std::string config;
@@ -87,8 +101,14 @@ void PrintLoadTable(const ModelRepository& repository) {
                     static_cast<long long>(s.length), s.load_seconds, s.warm_seconds);
       }
     }
+    const size_t instances = model.instances.size() + model.generation_instances.size();
     std::printf("%-12s total load+warm %.2f s over %zu instance(s)\n", model.config->name.c_str(), model.load_seconds,
-                model.instances.size() + model.generation_instances.size());
+                instances);
+    const ModelMemory memory = MemoryOf(model);
+    std::printf("%-12s memory: %s\n", model.config->name.c_str(), DescribeModelMemory(memory, instances).c_str());
+    if (std::string warning = GraphFormatWarning(model.config->name, memory); !warning.empty()) {
+      spdlog::warn("{}", warning);
+    }
   }
 }
 
@@ -232,17 +252,21 @@ int Main(int argc, char** argv) {
   if (!flags.models.empty()) options.only_models = absl::StrSplit(flags.models, ',');
 
   spdlog::info("loading model repository {}", options.path);
+  const int64_t rss_before = ProcStatusBytes("VmRSS");
   absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::Load(options);
   if (!repository.ok()) {
     spdlog::error("{}", std::string(repository.status().message()));
     return 2;
   }
   PrintLoadTable(**repository);
+  std::printf("process RSS: %.1f MiB before loading, %.1f MiB after loading + warming, peak %.1f MiB\n",
+              MiB(rss_before), MiB(ProcStatusBytes("VmRSS")), MiB(ProcStatusBytes("VmHWM")));
   if (flags.load_only) return 0;
   std::vector<ModelTimings> timings;
   for (const LoadedModel& model : (*repository)->models()) {
     if (int rc = BenchModel(model, flags.iterations, &timings.emplace_back()); rc != 0) return rc;
   }
+  std::printf("\nprocess peak RSS (VmHWM) after the timed runs: %.1f MiB\n", MiB(ProcStatusBytes("VmHWM")));
   if (!flags.json_path.empty() && !WriteJson(flags.json_path, flags.iterations, timings)) return 2;
   return 0;
 }

@@ -61,6 +61,20 @@ TEST(CostTest, ParsesPresetsFromTheShippedPricingFile) {
               HasSubstr("hourly_usd: must be a positive price"));
 }
 
+// sluice_model_memory_bytes: one gauge per (model, kind), shared weights counted once (SumInstanceMemory).
+TEST(ServerMetricsTest, ModelMemoryGaugesByKind) {
+  ServerMetrics metrics(absl::UnixEpoch(), std::nullopt);
+  InstanceMemory replica{2, 1000, "w on cpu", 300, 40, 2};
+  metrics.SetModelMemory("llm", SumInstanceMemory({replica, replica}));
+  metrics.SetModelMemory("asr", SumInstanceMemory({InstanceMemory{1, 0, "", 0, 5000, 4}}));
+  auto s = testing::ParseSamples(metrics.Render(absl::UnixEpoch() + absl::Seconds(1)));
+  EXPECT_EQ(s["sluice_model_memory_bytes{kind=\"weights\",model=\"llm\"}"], 1000);  // one copy for 2 replicas
+  EXPECT_EQ(s["sluice_model_memory_bytes{kind=\"cache\",model=\"llm\"}"], 600);
+  EXPECT_EQ(s["sluice_model_memory_bytes{kind=\"graphs\",model=\"llm\"}"], 80);
+  EXPECT_EQ(s["sluice_model_memory_bytes{kind=\"weights\",model=\"asr\"}"], 0);  // format 1: inside the graphs
+  EXPECT_EQ(s["sluice_model_memory_bytes{kind=\"graphs\",model=\"asr\"}"], 5000);
+}
+
 TEST(ServerMetricsTest, CountsBatchesPaddingAudioAndCostExactly) {
   ModelConfig model = testing::SmallSimModel();  // buckets 100/200/400 x batch 1/2/4, 16 kHz, one sim instance
   FakeClock clock;

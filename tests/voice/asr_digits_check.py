@@ -40,6 +40,7 @@ def main() -> int:
     import asr_digits  # noqa: E402
     import float_tolerance  # noqa: E402  (graph vs eager: two shapes, a bound scaled to the values)
     import asr_digits_corpus as corpus  # noqa: E402
+    import graph_format  # noqa: E402
     import yaml  # noqa: E402
 
     torch.set_num_threads(1)
@@ -56,6 +57,7 @@ def main() -> int:
         print("FAIL: empty manifest")
         return 1
     eager = asr_digits.build()
+    weights = graph_format.read_weights(model_dir)  # None for a format-1 directory
     by_bucket = collections.defaultdict(list)
     for row in rows:
         audio = read_wav(os.path.join(args.heldout_dir, row["file"]))
@@ -78,7 +80,7 @@ def main() -> int:
             used_sizes.add(b)
             chunk = [items[(pos + i) % len(items)] for i in range(b)]
             pos += b
-            graph = torch.jit.load(os.path.join(model_dir, "graphs", f"b{b}_l{bucket}.pt"))
+            graph = graph_format.load_graph(model_dir, f"b{b}_l{bucket}", weights=weights)
             graphs_used.add(f"b{b}_l{bucket}")
             batch = torch.randn(b, bucket, generator=gen) * 1e4  # garbage past each row's end, NaN included
             batch[:, ::97] = float("nan")

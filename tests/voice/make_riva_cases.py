@@ -18,6 +18,9 @@ import numpy as np
 import torch
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "backend", "compile"))
+import graph_format  # noqa: E402
+
 
 def signal(seconds: float, rate: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -66,7 +69,7 @@ def main() -> None:
     # What the server feeds the model for mono16k.wav: the 16-bit samples / 32768.
     pcm = np.round(base * 32767).astype(np.int16).astype(np.float32) / 32768.0
     bucket = next(length for length in config["buckets"]["lengths"] if length >= pcm.size)
-    graph = torch.jit.load(os.path.join(model_dir, "graphs", f"b1_l{bucket}.pt"))
+    graph = graph_format.load_graph(model_dir, f"b1_l{bucket}")
     audio = torch.zeros(1, bucket)
     audio[0, :pcm.size] = torch.from_numpy(pcm)
     with torch.no_grad():
