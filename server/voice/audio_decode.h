@@ -104,10 +104,11 @@ class StreamingAudioDecoder {
   // Appends the mono samples at the target rate that `bytes` complete to *out. InvalidArgument for a bad or
   // oversized WAV header or audio past max_seconds; FailedPrecondition after Finish.
   absl::Status Append(std::string_view bytes, std::vector<float>* out);
-  // Without decoding: InvalidArgument when `bytes` more would take the stream past max_seconds (exact once the
-  // format is known; while a WAV header is still awaited Append checks it), and an upper bound of the memory
-  // Append(bytes) holds at its peak (as DecodePeakBytes), for deciding where to decode a chunk.
-  absl::StatusOr<int64_t> CheckRoomFor(size_t bytes) const;
+  // Without decoding: InvalidArgument when the chunk `bytes` would take the stream past max_seconds (exact once
+  // the format is known — raw audio, or after a WAV header; while a WAV header is awaited Append checks it), and
+  // an upper bound of the memory Append(bytes) holds at its peak (as DecodePeakBytes), for deciding where to
+  // decode the chunk.
+  absl::StatusOr<int64_t> CheckRoomFor(std::string_view bytes) const;
   // End of stream: flushes the resampler's tail into *out. InvalidArgument if bytes are left that do not make
   // a whole frame (e.g. an odd byte of PCM16) or the stream ended inside a WAV header.
   absl::Status Finish(std::vector<float>* out);
@@ -121,6 +122,7 @@ class StreamingAudioDecoder {
 
   StreamingAudioDecoder(const DeclaredAudio& declared, int target_rate_hz, double max_seconds);
   int64_t FramesIn(size_t bytes) const;  // whole frames that pending_ + `bytes` hold (in kData)
+  bool StaysRaw(std::string_view bytes) const;
   void Sniff();
   absl::Status ParseWavHeader();
   absl::Status ParseFmtChunk(std::string_view body);

@@ -145,7 +145,7 @@ class StreamingReactor final
     // The chunk leaves request_, which the next read reuses: its memory goes with it once decoded (or refused).
     std::string chunk = std::move(*request_.mutable_audio_content());
     request_.Clear();
-    absl::StatusOr<int64_t> peak_bytes = audio_decoder_->CheckRoomFor(chunk.size());  // refused from its size
+    absl::StatusOr<int64_t> peak_bytes = audio_decoder_->CheckRoomFor(chunk);  // refused from its size
     if (!peak_bytes.ok()) return FailLocked(ToGrpcStatus(peak_bytes.status()));
     if (*peak_bytes > kStreamInlineDecodeBytes) return OffloadDecode(std::move(chunk), *peak_bytes);
     std::vector<float> samples;

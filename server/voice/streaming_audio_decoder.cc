@@ -58,23 +58,33 @@ int64_t StreamingAudioDecoder::FramesIn(size_t bytes) const {
   return static_cast<int64_t>((pending_.size() + bytes) / frame_bytes);
 }
 
-absl::StatusOr<int64_t> StreamingAudioDecoder::CheckRoomFor(size_t bytes) const {
+absl::StatusOr<int64_t> StreamingAudioDecoder::CheckRoomFor(std::string_view bytes) const {
   if (phase_ == Phase::kFinished || phase_ == Phase::kAfterData) return 0;
   AudioExtent extent;
   extent.source_rate_hz = source_.sample_rate_hz;
   extent.source_channels = source_.channels;
-  if (phase_ == Phase::kData) {
-    extent.frames = FramesIn(bytes);
+  if (phase_ == Phase::kData || (phase_ == Phase::kSniffing && StaysRaw(bytes))) {
+    extent.frames = FramesIn(bytes.size());
     const double seconds = static_cast<double>(input_frames_ + extent.frames) / source_.sample_rate_hz;
     if (absl::Status s = CheckDuration(seconds, max_seconds_, "the stream's audio with this chunk"); !s.ok()) {
       return s;
     }
   } else {
-    // The header may still change the format: assume the most frames per byte at the lowest rate.
+    // A WAV header may still change the format: assume the most frames per byte at the lowest rate (Append
+    // checks the limit once the header is known).
     extent.source_rate_hz = kMinAudioRateHz;
-    extent.frames = static_cast<int64_t>(bytes);
+    extent.frames = static_cast<int64_t>(bytes.size());
   }
   return DecodePeakBytes(extent, target_rate_hz_, max_seconds_);
+}
+
+// Whether Sniff, given pending_ + `bytes`, finds raw audio (see Sniff).
+bool StreamingAudioDecoder::StaysRaw(std::string_view bytes) const {
+  std::string head = pending_;
+  head.append(bytes.substr(0, kRiffHeaderBytes - std::min(kRiffHeaderBytes, head.size())));
+  const size_t n = std::min(head.size(), kRiff.size());
+  if (head.compare(0, n, kRiff, 0, n) != 0) return true;
+  return head.size() >= kRiffHeaderBytes && head.compare(8, 4, "WAVE") != 0;
 }
 
 StreamingAudioDecoder::~StreamingAudioDecoder() = default;

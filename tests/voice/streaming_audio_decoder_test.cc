@@ -177,20 +177,22 @@ TEST(StreamingAudioDecoderTest, AChunkPastMaxSecondsIsRefusedFromItsByteCountBef
   absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder =
       StreamingAudioDecoder::Create(mulaw_1k, 16000, /*max_seconds=*/10);
   ASSERT_TRUE(decoder.ok()) << decoder.status();
+  // Raw from its first bytes: refused before the first Append too.
+  EXPECT_THAT((*decoder)->CheckRoomFor(std::string(11000, '\x7f')).status().ToString(), HasSubstr("lasts 11 s"));
   std::vector<float> out;
   // 6 s, then 4 s: exactly the limit.
   ASSERT_TRUE((*decoder)->Append(std::string(6000, '\x7f'), &out).ok());
-  absl::StatusOr<int64_t> room = (*decoder)->CheckRoomFor(4000);
+  absl::StatusOr<int64_t> room = (*decoder)->CheckRoomFor(std::string(4000, '\x7f'));
   ASSERT_TRUE(room.ok()) << room.status();
   EXPECT_EQ(*room, (4000 + 64000 + 1024) * 4);  // source floats + resampled ones
   ASSERT_TRUE((*decoder)->Append(std::string(4000, '\x7f'), &out).ok());
   const size_t before = out.size();
   // One more byte is refused: by CheckRoomFor without decoding, and by Append before decoding any of it.
-  const absl::Status refused = (*decoder)->CheckRoomFor(1).status();
+  const absl::Status refused = (*decoder)->CheckRoomFor("\x7f").status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.ToString(), AllOf(HasSubstr("limit of 10 s"), HasSubstr("max_audio_seconds")));
   const std::string huge(50'000'000, '\x7f');  // 50000 s at 1 kHz
-  EXPECT_THAT((*decoder)->CheckRoomFor(huge.size()).status().ToString(), HasSubstr("lasts 50010 s"));
+  EXPECT_THAT((*decoder)->CheckRoomFor(huge).status().ToString(), HasSubstr("lasts 50010 s"));
   const absl::Status appended = (*decoder)->Append(huge, &out);
   EXPECT_EQ(appended.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(appended.ToString(), HasSubstr("limit of 10 s"));
@@ -210,6 +212,13 @@ TEST(StreamingAudioDecoderTest, AWavStreamIsBoundedByItsHeadersRate) {
   EXPECT_THAT(s.ToString(), AllOf(HasSubstr("lasts 3 s"), HasSubstr("limit of 2 s")));
   EXPECT_TRUE(out.empty());
   EXPECT_FALSE(StreamingAudioDecoder::Create({AudioEncoding::kLinearPcm, 16000, 1}, 16000, 0).ok());
+  // While the header is awaited the format may change: the estimate assumes 1 kHz and one byte per frame.
+  absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> fresh =
+      StreamingAudioDecoder::Create({AudioEncoding::kLinearPcm, 16000, 1}, 16000, 3600);
+  ASSERT_TRUE(fresh.ok());
+  absl::StatusOr<int64_t> room = (*fresh)->CheckRoomFor(wav.substr(0, 1000));
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(*room, (1000 + 16000 + 1024) * 4);
 }
 
 }  // namespace
