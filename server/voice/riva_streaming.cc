@@ -234,6 +234,8 @@ class StreamingReactor final
       idle_alarm_ = alarm = std::make_shared<grpc::Alarm>();
       at = (reading_ ? read_started_ : absl::Now()) + idle_timeout_;
     }
+    // Should OnDone run before Set (its Cancel then finds nothing armed), the alarm fires at `at` and deletes the
+    // reactor then: late by at most one timeout, never leaked.
     alarm->Set(absl::ToChronoTime(at), [this](bool fired) { OnIdleAlarm(fired); });
   }
 

@@ -127,5 +127,11 @@ TEST_F(ServerConfigTest, TheVoiceSectionChoosesTheDefaultSpeechModelAndTheLimits
   EXPECT_EQ(config->voice.max_decode_bytes, 2097152);
 }
 
+TEST_F(ServerConfigTest, TheExampleConfigLoadsAndNamesTheTrainedRecognizerAsTheRivaDefault) {
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(SLUICE_SOURCE_DIR "/deploy/config/example.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->voice.default_model, "asr_digits");
+}
+
 }  // namespace
 }  // namespace sluice

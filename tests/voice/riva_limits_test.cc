@@ -46,7 +46,15 @@ testing::SimRepository& repository = testing::AddConfigRepository(
      // One window at a time, 300 ms each, and room for one more in the queue: concurrent streams are refused.
      {"speech_tiny_queue",
       SpeechConfig("speech_tiny_queue", 120, "{max_queue_delay_ms: 1, max_queue_size: 1}", "[1]", 300)},
-     {"generic_sim", testing::SimModelConfig(testing::SimModel{.name = "generic_sim"})}});
+     {"generic_sim", testing::SimModelConfig(testing::SimModel{.name = "generic_sim"})},
+     // A generation model on the sim device, with the example LLM's tokenizer.
+     {"gen_sim",
+      "name: gen_sim\nkind: generation\ngeneration:\n  tokenizer: " SLUICE_MODELS_DIR "/llama_tiny/tokenizer.model\n"
+      "  vocab_size: 2000\n  context_length: 256\n  kv_cache: {slots: 4, layers: 1, kv_heads: 1, head_dim: 8}\n"
+      "  prefill_lengths: [16, 64, 128]\n  decode_batch_sizes: [1, 2, 4]\n  kv_lengths: [128, 256]\n"
+      "  bos_token_id: 1\n  eos_token_id: 2\n  max_num_seqs: 4\n  prefill_token_budget: 128\n"
+      "  max_queue_size: 64\n  default_max_tokens: 12\n"
+      "instances: [{count: 1, device: sim}]\nsim: {base_ms: 5, per_sample_us: 0}\n"}});
 
 // One decode at a time and one waiting (so that large files meet the admission bound), a short idle timeout.
 constexpr char kVoiceYaml[] =
@@ -190,7 +198,7 @@ TEST_F(RivaLimitsTest, HugeChunksAndFilesAreRefusedFromTheirSizeBeforeDecoding) 
 // Issue 23: decoding ran on gRPC threads (4 half-hour 8 kHz files delayed ServerLive by seconds). Now files decode
 // on the DecodeExecutor (one at a time here, one waiting; the rest are refused) while gRPC answers on.
 TEST_F(RivaLimitsTest, ServerLiveIsAnsweredWhileLargeDecodesRunAndExtraDecodesAreRefused) {
-  const std::string long_file(600 * 8000, '\x55');  // 10 min of 8 kHz mu-law: 57 MB decoded and resampled
+  const std::string long_file(300 * 8000, '\x55');  // 5 min of 8 kHz mu-law: 29 MB decoded and resampled
   constexpr int kFiles = 4;
   std::vector<grpc::Status> results(kFiles);
   std::vector<float> processed(kFiles, 0);
@@ -217,7 +225,7 @@ TEST_F(RivaLimitsTest, ServerLiveIsAnsweredWhileLargeDecodesRunAndExtraDecodesAr
   for (int i = 0; i < kFiles; ++i) {
     if (results[i].ok()) {
       ++ok;
-      EXPECT_FLOAT_EQ(processed[i], 600.0f);
+      EXPECT_FLOAT_EQ(processed[i], 300.0f);
     } else {
       EXPECT_EQ(results[i].error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << results[i].error_message();
       EXPECT_THAT(results[i].error_message(), HasSubstr("voice.max_waiting_decodes"));
@@ -298,28 +306,55 @@ TEST(RivaDefaultModelTest, AServerWhoseDefaultIsNotAServedSpeechModelDoesNotStar
   }
 }
 
-// Issue 23: `model: llama_tiny` answered NOT_FOUND "unknown speech model" though it is served. The example models,
-// with the example config's default, the trained asr_digits.
-TEST(RivaExampleModelsTest, AGenerationModelIsServedButNotASpeechModelAndTheDefaultIsTheConfigured) {
-  ServerProcess server("voice: {default_model: asr_digits}\n", {"asr_ctc", "asr_digits", "llama_tiny"});
+// Issue 23: `model: llama_tiny` answered NOT_FOUND "unknown speech model" though it is served.
+TEST_F(RivaLimitsTest, AGenerationModelIsServedButNotASpeechModel) {
+  for (const std::string& model : {"gen_sim", "generic_sim", "no_such_model"}) {
+    const grpc::Status s = Recognize(Config(model, nvidia::riva::LINEAR_PCM, 16000), Pcm16(1.0), 30);
+    const std::string listed = "speech models: speech_long, speech_short, speech_tiny_queue";
+    if (model == "gen_sim") {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+      EXPECT_THAT(s.error_message(), AllOf(HasSubstr("'gen_sim' is served but is a text-generation model"),
+                                           HasSubstr(listed)));
+    } else if (model == "generic_sim") {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+      EXPECT_THAT(s.error_message(), AllOf(HasSubstr("served but not as speech"), HasSubstr(listed)));
+    } else {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+      EXPECT_THAT(s.error_message(), AllOf(HasSubstr("unknown speech model 'no_such_model'"), HasSubstr(listed)));
+    }
+  }
+}
+
+// The example config's choice: the trained asr_digits, though asr_ctc comes first in name order.
+TEST(RivaExampleModelsTest, TheConfiguredDefaultIsUsedForAnEmptyModelName) {
+  ServerProcess server("voice: {default_model: asr_digits}\n", {"asr_ctc", "asr_digits"});
   ASSERT_TRUE(server.ready()) << server.Log();
   auto channel = grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials());
   auto stub = riva::RivaSpeechRecognition::NewStub(channel);
-  riva::RecognizeRequest request;
-  *request.mutable_config() = Config("llama_tiny", nvidia::riva::LINEAR_PCM, 16000);
-  request.set_audio(Pcm16(1.0));
-  riva::RecognizeResponse response;
-  grpc::ClientContext context;
-  const grpc::Status s = stub->Recognize(&context, request, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
-  EXPECT_THAT(s.error_message(), AllOf(HasSubstr("'llama_tiny' is served but is a text-generation model"),
-                                       HasSubstr("asr_ctc, asr_digits")));
   riva::RivaSpeechRecognitionConfigResponse config;
-  grpc::ClientContext context2;
-  ASSERT_TRUE(stub->GetRivaSpeechRecognitionConfig(&context2, {}, &config).ok());
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->GetRivaSpeechRecognitionConfig(&context, {}, &config).ok());
+  ASSERT_EQ(config.model_config_size(), 2);
   for (const auto& model : config.model_config()) {
     EXPECT_EQ(model.parameters().at("default"), model.model_name() == "asr_digits" ? "true" : "false");
   }
+  auto kserve = inference::GRPCInferenceService::NewStub(channel);
+  const auto rows = [&] {
+    grpc::ClientContext c;
+    inference::ModelStatisticsRequest request;
+    request.set_name("asr_digits");
+    inference::ModelStatisticsResponse response;
+    EXPECT_TRUE(kserve->ModelStatistics(&c, request, &response).ok());
+    return response.model_stats(0).inference_count();
+  };
+  const auto before = rows();
+  riva::RecognizeRequest request;
+  *request.mutable_config() = Config("", nvidia::riva::LINEAR_PCM, 16000);
+  request.set_audio(Pcm16(1.0));
+  riva::RecognizeResponse response;
+  grpc::ClientContext recognize;
+  ASSERT_TRUE(stub->Recognize(&recognize, request, &response).ok());
+  EXPECT_EQ(rows(), before + 1);
 }
 
 }  // namespace
