@@ -27,8 +27,10 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const grpc
   return reactor;
 }
 
-// One Recognize call: lives from the handler until gRPC's OnDone; finished exactly once — by Refuse, or by the
-// recognition's completion (a scheduler thread, or the decoding thread when the first window is refused).
+// One Recognize call: lives from the handler until gRPC's OnDone and the end of DecodeAndStart (whichever is
+// later deletes it: the decoding thread may still be in Start when a scheduler thread's answer has finished the
+// call); finished exactly once — by Refuse, or by the recognition's completion (a scheduler thread, or the
+// decoding thread when the first window is refused).
 class RecognizeReactor final : public grpc::ServerUnaryReactor {
  public:
   RecognizeReactor(grpc::CallbackServerContext* context, const VoiceModel* voice, VoiceMetrics* metrics,
@@ -36,8 +38,50 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
       : context_(context), voice_(voice), metrics_(metrics), request_(request), response_(response) {}
 
   // Decodes the request's audio (already probed: its size is within the limits) and starts its recognition, or
-  // answers why not. On a DecodeExecutor thread, or the handler's for small audio.
+  // answers why not. On a DecodeExecutor thread, or the handler's for small audio. Called once, or else
+  // RefuseUnstarted.
   void DecodeAndStart() {
+    DecodeAndStartOrRefuse();
+    Release();
+  }
+
+  // The handler's refusal (decode admission) instead of DecodeAndStart.
+  void RefuseUnstarted(const absl::Status& status) {
+    Refuse(status);
+    Release();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<OfflineRecognition> recognition;
+    {
+      absl::MutexLock lock(&mu_);
+      recognition = recognition_;
+    }
+    if (recognition) recognition->Cancel();
+  }
+
+  void OnDone() override {
+    bool delete_now;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      delete_now = !starting_;
+    }
+    if (delete_now) delete this;
+  }
+
+ private:
+  void Release() {
+    bool delete_now;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = false;
+      delete_now = done_;
+    }
+    if (delete_now) delete this;
+  }
+
+  void DecodeAndStartOrRefuse() {
     if (context_->IsCancelled()) return Refuse(absl::CancelledError("the client cancelled the recognition"));
     const SpeechModel& model = voice_->model;
     absl::StatusOr<DecodedAudio> audio = absl::InternalError("not decoded");
@@ -71,18 +115,6 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     if (context->IsCancelled()) recognition->Cancel();
   }
 
-  void OnCancel() override {
-    std::shared_ptr<OfflineRecognition> recognition;
-    {
-      absl::MutexLock lock(&mu_);
-      recognition = recognition_;
-    }
-    if (recognition) recognition->Cancel();
-  }
-
-  void OnDone() override { delete this; }
-
- private:
   void Answer(absl::StatusOr<OfflineResult> result) {
     const ModelConfig& config = voice_->model.config();
     if (!result.ok()) {
@@ -107,6 +139,8 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   riva::RecognizeResponse* const response_;
   absl::Mutex mu_;
   std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
+  bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
+  bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
 };
 
 }  // namespace
@@ -150,7 +184,7 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
     reactor->DecodeAndStart();
   } else if (absl::Status admitted = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
              !admitted.ok()) {
-    reactor->Refuse(admitted);
+    reactor->RefuseUnstarted(admitted);
   }
   return reactor;
 }
