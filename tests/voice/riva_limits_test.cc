@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -192,6 +193,8 @@ TEST_F(RivaLimitsTest, HugeChunksAndFilesAreRefusedFromTheirSizeBeforeDecoding) 
   // Nothing of the refused 20 MB chunks was decoded: the server's peak memory grew by far less than one decode.
   const int64_t growth = PeakRss(server_->pid()) - peak_before;
   EXPECT_LT(growth, int64_t{600} << 20) << "peak RSS grew by " << growth << " bytes";
+  std::cout << "[ measured ] server peak RSS growth over the refused huge chunks/files: " << (growth >> 20)
+            << " MiB\n";
   EXPECT_TRUE(ServerLive().ok());
 }
 
@@ -232,6 +235,8 @@ TEST_F(RivaLimitsTest, ServerLiveIsAnsweredWhileLargeDecodesRunAndExtraDecodesAr
     }
   }
   EXPECT_GE(ok, 1);
+  std::cout << "[ measured ] " << ok << " of " << kFiles << " files served, " << kFiles - ok
+            << " refused at admission; ServerLive answered " << answered << " times meanwhile\n";
   // Admission frees with the decodes: one more file is served.
   EXPECT_TRUE(Recognize(Config("", nvidia::riva::MULAW, 8000), long_file, 120).ok());
 }
