@@ -5,7 +5,7 @@
 // kMaxBacklogWindows largest buckets, so a client that sends faster than the model keeps up is held back by
 // gRPC's own flow control, with bounded memory. Results are written one at a time, in order.
 // Limits: a chunk that would take the stream past the model's max_audio_seconds is refused (INVALID_ARGUMENT)
-// from its byte count before it is decoded; a chunk whose decode holds more than kInlineDecodeBytes is decoded on
+// from its byte count before it is decoded; a chunk whose decode holds more than kStreamInlineDecodeBytes goes to
 // the DecodeExecutor (no read is outstanding meanwhile), and one the executor refuses ends the stream with
 // RESOURCE_EXHAUSTED. A stream from which no message arrives for `idle_timeout` while the server waits for one
 // ends with DEADLINE_EXCEEDED (not while flow control holds it back). Each chunk's bytes are freed once decoded.
@@ -18,7 +18,8 @@
 // Thread-safety: gRPC callbacks, window completions (scheduler threads), decode completions (DecodeExecutor
 // threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
-// the call); gRPC's StartRead, StartWrite and Finish are, since they only queue the operation.
+// the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit are, since they only queue the
+// operation.
 #pragma once
 
 #include "absl/time/time.h"
