@@ -99,6 +99,7 @@ Server::Server(const ServerConfig& config) : config_(config), start_(absl::Now()
 
 Server::~Server() {
   CloseListeners();
+  if (riva_service_) riva_service_->WaitForDecodes();  // a decode's tail may still use a model
   hub_.reset();  // stops the schedulers before the backends they run on go
 }
 
@@ -127,7 +128,7 @@ absl::Status Server::StartGrpc() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.grpc_address, credentials, &grpc_port_);
   builder.RegisterService(grpc_service_.get());
-  riva_service_ = std::make_unique<voice::RivaAsrService>(hub_.get(), config_.bearer_token);
+  riva_service_ = std::make_unique<voice::RivaAsrService>(hub_.get(), config_.bearer_token, config_.voice);
   builder.RegisterService(riva_service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -200,6 +201,7 @@ absl::Status Server::LoadModels() {
     models.push_back(*std::move(model));
   }
   hub_->Publish(std::move(models), std::move(generation_models));
+  if (absl::Status voice = riva_service_->CheckDefaultModel(); !voice.ok()) return voice;
   hub_->state().SetReady();
   grpc_server_->GetHealthCheckService()->SetServingStatus(true);
   return absl::OkStatus();

@@ -71,13 +71,31 @@ absl::Status ParseTls(const YamlNode& tls, const std::string& config_path, Serve
   return absl::OkStatus();
 }
 
+absl::Status ParseVoice(const YamlNode& voice, VoiceConfig& config) {
+  SLUICE_RETURN_IF_ERROR(voice.CheckKeys({"default_model", "stream_idle_timeout_ms", "decode_threads",
+                                          "max_waiting_decodes", "max_decode_bytes"}));
+  if (auto model = voice.Optional("default_model")) {
+    SLUICE_ASSIGN_OR_RETURN(config.default_model, model->AsString());
+    if (config.default_model.empty()) return model->Error("must name a speech model");
+    // The models load after the config: keep where the key sits for the check against the served models.
+    const std::string where(model->Error("").message());
+    config.default_model_where = where;
+  }
+  SLUICE_RETURN_IF_ERROR(ParseBoundedInt(voice, "stream_idle_timeout_ms", 100, 86400000, config.stream_idle_timeout_ms));
+  SLUICE_RETURN_IF_ERROR(ParseBoundedInt(voice, "decode_threads", 1, 256, config.decode_threads));
+  SLUICE_RETURN_IF_ERROR(ParseBoundedInt(voice, "max_waiting_decodes", 0, 100000, config.max_waiting_decodes));
+  SLUICE_RETURN_IF_ERROR(
+      ParseBoundedInt(voice, "max_decode_bytes", 1 << 20, int64_t{1} << 40, config.max_decode_bytes));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
   SLUICE_RETURN_IF_ERROR(root.CheckKeys(
       {"grpc", "http", "model_repository", "log_level", "max_message_bytes", "tls", "auth", "drain_grace_seconds",
-       "cost"}));
+       "cost", "voice"}));
   ServerConfig config;
   config.config_path = path;
   if (auto grpc = root.Optional("grpc")) {
@@ -120,6 +138,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
     SLUICE_ASSIGN_OR_RETURN(config.cost,
                             ParseCostConfig(*cost, std::filesystem::path(path).parent_path().string()));
   }
+
+  if (auto voice = root.Optional("voice")) SLUICE_RETURN_IF_ERROR(ParseVoice(*voice, config.voice));
 
   SLUICE_ASSIGN_OR_RETURN(YamlNode repository, root.Required("model_repository"));
   SLUICE_ASSIGN_OR_RETURN(std::string repository_text, repository.AsString());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -55,8 +56,15 @@ absl::StatusOr<SndfilePtr> OpenMemory(MemoryFile* file, SF_INFO* info, absl::str
   // sf_strerror(nullptr) reads libsndfile's last-open error, a process global: a concurrent failing open may
   // swap the message, never the outcome.
   if (sf == nullptr) {
+    const std::string why = sf_strerror(nullptr);
+    // What libsndfile says of a header with no usable rate or channel count where HeaderRateAndChannels cannot
+    // look (AIFF, a WAV whose fmt chunk lies past the bytes checked).
+    if (why.find("SF_INFO struct incomplete") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("the ", format, " header declares no valid sample rate or ",
+                                                     "channel count (libsndfile: ", why, ")"));
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot decode the ", format, " audio (corrupt or truncated?): ", sf_strerror(nullptr)));
+        absl::StrCat("cannot decode the ", format, " audio (corrupt or truncated?): ", why));
   }
   return SndfilePtr(sf);
 }
@@ -84,7 +92,7 @@ absl::StatusOr<std::vector<float>> ReadMono(SNDFILE* sf, const SF_INFO& info, in
     }
     if (static_cast<int64_t>(mono.size()) > max_frames) {
       return absl::InvalidArgumentError(absl::StrCat("the ", format, " audio is longer than the limit of ",
-                                                     max_seconds, " s (max_seconds)"));
+                                                     max_seconds, " s (max_audio_seconds)"));
     }
   }
   if (sf_error(sf) != SF_ERR_NO_ERROR) {
@@ -142,17 +150,68 @@ absl::Status CheckOggIsOpus(std::string_view bytes) {
       "OGG Opus");
 }
 
-absl::StatusOr<DecodedAudio> DecodeContainer(std::string_view bytes, absl::string_view format, double max_seconds) {
+uint32_t Le(std::string_view b, size_t pos, int bytes) {
+  uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(b[pos + i]);
+  return v;
+}
+uint32_t Be(std::string_view b, size_t pos, int bytes) {
+  uint32_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<uint8_t>(b[pos + i]);
+  return v;
+}
+
+// The rate and channel count a WAV, FLAC or AU header declares, where they sit at fixed places; nullopt when the
+// bytes end before them (libsndfile then says what is wrong). libsndfile refuses a rate of 0 with "Internal error:
+// SF_INFO struct incomplete": these let the refusal name the field.
+std::optional<std::pair<int64_t, int64_t>> HeaderRateAndChannels(std::string_view b, absl::string_view format) {
+  if (format == "wav" && b.substr(0, 4) == "RIFF") {
+    for (size_t pos = 12; pos + 8 <= b.size() && pos < (size_t{1} << 20);) {
+      const uint32_t size = Le(b, pos + 4, 4);
+      if (b.substr(pos, 4) == "fmt ") {
+        if (size < 16 || pos + 24 > b.size()) return std::nullopt;
+        return std::pair<int64_t, int64_t>{Le(b, pos + 12, 4), Le(b, pos + 10, 2)};
+      }
+      pos += 8 + uint64_t{size} + (size & 1);
+    }
+  } else if (format == "flac" && b.size() >= 21 && (static_cast<uint8_t>(b[4]) & 0x7F) == 0) {
+    // STREAMINFO, the first metadata block: 20 bits of rate, then 3 bits of channels - 1.
+    return std::pair<int64_t, int64_t>{Be(b, 18, 3) >> 4, ((Be(b, 20, 1) >> 1) & 7) + 1};
+  } else if (format == "au" && b.size() >= 24) {
+    return std::pair<int64_t, int64_t>{Be(b, 16, 4), Be(b, 20, 4)};
+  }
+  return std::nullopt;
+}
+
+absl::Status CheckHeaderRateAndChannels(std::string_view bytes, absl::string_view format) {
+  std::optional<std::pair<int64_t, int64_t>> declared = HeaderRateAndChannels(bytes, format);
+  if (!declared) return absl::OkStatus();
+  const std::string whose = absl::StrCat("the ", format, " header's");
+  const auto clamp = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, INT32_MAX)); };
+  if (absl::Status s = ValidateRate(clamp(declared->first), absl::StrCat(whose, " sample rate")); !s.ok()) return s;
+  return ValidateChannels(clamp(declared->second), absl::StrCat(whose, " channel count"));
+}
+
+// An opened container and what its header says, checked against the limits (nothing read yet).
+struct OpenedContainer {
+  SndfilePtr sf;
+  SF_INFO info = {};
+};
+
+absl::StatusOr<OpenedContainer> OpenContainer(MemoryFile* file, absl::string_view format, double max_seconds) {
+  const std::string_view bytes = file->bytes;
   if (format == "wav") {
     if (absl::Status s = CheckRiffSize(bytes); !s.ok()) return s;
   }
   if (format == "ogg") {
     if (absl::Status s = CheckOggIsOpus(bytes); !s.ok()) return s;
   }
-  MemoryFile file{bytes};
-  SF_INFO info = {};
-  absl::StatusOr<SndfilePtr> sf = OpenMemory(&file, &info, format);
+  if (absl::Status s = CheckHeaderRateAndChannels(bytes, format); !s.ok()) return s;
+  OpenedContainer opened;
+  absl::StatusOr<SndfilePtr> sf = OpenMemory(file, &opened.info, format);
   if (!sf.ok()) return sf.status();
+  opened.sf = *std::move(sf);
+  const SF_INFO& info = opened.info;
   const std::string whose = absl::StrCat("the ", format, " header's");
   if (absl::Status s = ValidateChannels(info.channels, absl::StrCat(whose, " channel count")); !s.ok()) return s;
   if (absl::Status s = ValidateRate(info.samplerate, absl::StrCat(whose, " sample rate")); !s.ok()) return s;
@@ -162,8 +221,16 @@ absl::StatusOr<DecodedAudio> DecodeContainer(std::string_view bytes, absl::strin
       return s;
     }
   }
+  return opened;
+}
+
+absl::StatusOr<DecodedAudio> DecodeContainer(std::string_view bytes, absl::string_view format, double max_seconds) {
+  MemoryFile file{bytes};
+  absl::StatusOr<OpenedContainer> opened = OpenContainer(&file, format, max_seconds);
+  if (!opened.ok()) return opened.status();
+  const SF_INFO& info = opened->info;
   absl::StatusOr<std::vector<float>> mono =
-      ReadMono(sf->get(), info, MaxFrames(max_seconds, info.samplerate), max_seconds, format);
+      ReadMono(opened->sf.get(), info, MaxFrames(max_seconds, info.samplerate), max_seconds, format);
   if (!mono.ok()) return mono.status();
   DecodedAudio audio;
   audio.samples = *std::move(mono);
@@ -173,7 +240,8 @@ absl::StatusOr<DecodedAudio> DecodeContainer(std::string_view bytes, absl::strin
   return audio;
 }
 
-absl::StatusOr<DecodedAudio> DecodeRaw(std::string_view bytes, const DeclaredAudio& declared, double max_seconds) {
+// The checks on raw bytes in the declared encoding, and the extent they hold.
+absl::StatusOr<AudioExtent> ProbeRaw(std::string_view bytes, const DeclaredAudio& declared, double max_seconds) {
   absl::string_view format;
   int sample_bytes = 1;
   switch (declared.encoding) {
@@ -203,11 +271,20 @@ absl::StatusOr<DecodedAudio> DecodeRaw(std::string_view bytes, const DeclaredAud
   const size_t frames = bytes.size() / frame_bytes;
   const double seconds = static_cast<double>(frames) / declared.sample_rate_hz;
   if (absl::Status s = CheckDuration(seconds, max_seconds, absl::StrCat("the ", format, " audio")); !s.ok()) return s;
+  return AudioExtent{.format = std::string(format),
+                     .source_rate_hz = declared.sample_rate_hz,
+                     .source_channels = declared.channels,
+                     .frames = static_cast<int64_t>(frames)};
+}
 
+absl::StatusOr<DecodedAudio> DecodeRaw(std::string_view bytes, const DeclaredAudio& declared, double max_seconds) {
+  absl::StatusOr<AudioExtent> extent = ProbeRaw(bytes, declared, max_seconds);
+  if (!extent.ok()) return extent.status();
+  const size_t frames = static_cast<size_t>(extent->frames);
   DecodedAudio audio;
   audio.source_rate_hz = declared.sample_rate_hz;
   audio.source_channels = declared.channels;
-  audio.format = std::string(format);
+  audio.format = extent->format;
   if (declared.encoding == AudioEncoding::kLinearPcm) {
     audio.samples.reserve(frames);
     MixPcm16ToMono(bytes.data(), frames, declared.channels, &audio.samples);
@@ -218,9 +295,9 @@ absl::StatusOr<DecodedAudio> DecodeRaw(std::string_view bytes, const DeclaredAud
   info.samplerate = declared.sample_rate_hz;
   info.channels = declared.channels;
   info.format = SF_FORMAT_RAW | (declared.encoding == AudioEncoding::kMulaw ? SF_FORMAT_ULAW : SF_FORMAT_ALAW);
-  absl::StatusOr<SndfilePtr> sf = OpenMemory(&file, &info, format);
+  absl::StatusOr<SndfilePtr> sf = OpenMemory(&file, &info, extent->format);
   if (!sf.ok()) return sf.status();
-  absl::StatusOr<std::vector<float>> mono = ReadMono(sf->get(), info, frames, max_seconds, format);
+  absl::StatusOr<std::vector<float>> mono = ReadMono(sf->get(), info, frames, max_seconds, extent->format);
   if (!mono.ok()) return mono.status();
   audio.samples = *std::move(mono);
   return audio;
@@ -257,6 +334,31 @@ absl::StatusOr<const float*> G711Table(AudioEncoding encoding) {
   const auto* table = encoding == AudioEncoding::kMulaw ? kMulaw : kAlaw;
   if (!table->ok()) return table->status();
   return (*table)->data();
+}
+
+absl::StatusOr<AudioExtent> ProbeAudio(std::string_view bytes, const DeclaredAudio& declared, double max_seconds) {
+  if (!(max_seconds > 0)) return absl::InvalidArgumentError(absl::StrCat("max_seconds ", max_seconds, " is not > 0"));
+  if (bytes.empty()) return absl::InvalidArgumentError("empty audio: no bytes");
+  const std::optional<absl::string_view> container = SniffContainer(bytes);
+  if (!container) return ProbeRaw(bytes, declared, max_seconds);
+  MemoryFile file{bytes};
+  absl::StatusOr<OpenedContainer> opened = OpenContainer(&file, *container, max_seconds);
+  if (!opened.ok()) return opened.status();
+  const SF_INFO& info = opened->info;
+  return AudioExtent{.format = std::string(*container),
+                     .source_rate_hz = info.samplerate,
+                     .source_channels = info.channels,
+                     .frames = info.frames > 0 && info.frames < SF_COUNT_MAX ? static_cast<int64_t>(info.frames) : -1};
+}
+
+int64_t DecodePeakBytes(const AudioExtent& extent, int target_rate_hz, double max_seconds) {
+  if (extent.source_rate_hz <= 0 || target_rate_hz <= 0) return 0;
+  const double limit = max_seconds * extent.source_rate_hz;
+  const double frames = extent.frames >= 0 ? std::min<double>(extent.frames, limit) : limit;
+  const double resampled =
+      extent.source_rate_hz == target_rate_hz ? 0 : frames * target_rate_hz / extent.source_rate_hz + 1024;
+  const double bytes = (frames + resampled) * sizeof(float);
+  return bytes >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 absl::StatusOr<DecodedAudio> DecodeAudio(std::string_view bytes, const DeclaredAudio& declared, int target_rate_hz,

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,24 @@ struct DecodedAudio {
   double seconds() const;  // samples.size() / target_rate_hz; 0 when the rate is unset
 };
 
+// What a whole file holds, read without decoding a sample: from the byte count and the declared encoding (raw
+// audio), or from the container's header (libsndfile's SF_INFO, opened but not read).
+struct AudioExtent {
+  std::string format;      // as DecodedAudio::format
+  int source_rate_hz = 0;
+  int source_channels = 0;
+  int64_t frames = -1;     // -1 when the header does not say (the decoder still stops at max_seconds)
+};
+
+// Every refusal DecodeAudio makes before decoding (bad encoding, rate, channels, byte count, a header libsndfile
+// refuses, audio longer than max_seconds), with the same errors, at the cost of reading the header only: callers
+// refuse from sizes before they queue or run any decoding.
+absl::StatusOr<AudioExtent> ProbeAudio(std::string_view bytes, const DeclaredAudio& declared, double max_seconds);
+
+// The memory a decode of `extent` to target_rate_hz holds at its peak (mono floats at the source rate plus the
+// resampled output); max_seconds' worth when the header gives no frame count. For admission (DecodeExecutor).
+int64_t DecodePeakBytes(const AudioExtent& extent, int target_rate_hz, double max_seconds);
+
 // Whole-file decoding. Bytes that start with a container header (WAV "RIFF....WAVE", FLAC "fLaC", OGG "OggS",
 // AIFF "FORM....AIFF", AU ".snd") are decoded as that container whatever the declared encoding (Riva's client
 // sends whole WAV files declared as LINEAR_PCM), and the container's rate and channels win. Otherwise the bytes
@@ -51,8 +70,9 @@ struct DecodedAudio {
 // declared rate and channel count. Channels are mixed to mono (their mean), then resampled to target_rate_hz.
 // Errors (all InvalidArgument, naming the problem): unsupported or unspecified encoding for raw bytes, OGGOPUS
 // or FLAC declared over bytes that are not that container, a bad rate or channel count, a PCM16 byte count that
-// is not whole frames, a corrupt or truncated container (with libsndfile's message), no samples, or audio
-// longer than max_seconds (refused from the header or byte count before decoding it all).
+// is not whole frames, a header rate or channel count of 0 (named, not libsndfile's "Internal error"), a corrupt or
+// truncated container (with libsndfile's message), no samples, or audio longer than max_seconds (refused from
+// the header or byte count before decoding it all).
 // REQUIRES: target_rate_hz within [kMinAudioRateHz, kMaxAudioRateHz], max_seconds > 0 (else InvalidArgument).
 absl::StatusOr<DecodedAudio> DecodeAudio(std::string_view bytes, const DeclaredAudio& declared,
                                          int target_rate_hz, double max_seconds);
@@ -64,22 +84,31 @@ class Resampler;  // libsamplerate state; server/voice/audio_decode_internal.h
 // complete (at most kMaxWavHeaderBytes), its rate/channels/format replace the declared ones, and only the data
 // chunk's bytes are decoded (bytes past a data chunk of known size are ignored). Equal source and target rates
 // pass through exactly; otherwise one libsamplerate state runs across chunks, so chunk boundaries are seamless.
-// The stream's total length is the caller's to bound (input_frames()). After an error, discard the decoder.
+// The stream's length is bounded by max_seconds of source audio: a chunk that would pass it is refused
+// (InvalidArgument naming the limit) from its byte count, before any of it is decoded. After an error, discard
+// the decoder.
 class StreamingAudioDecoder {
  public:
   static constexpr size_t kMaxWavHeaderBytes = 64 * 1024;
 
   // Raw encodings only (LINEAR_PCM 16-bit, MULAW, ALAW) with a valid rate and channel count; InvalidArgument
   // otherwise.
-  static absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> Create(const DeclaredAudio& declared,
-                                                                       int target_rate_hz);
+  // max_seconds must be > 0 (infinity: no limit).
+  static absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> Create(
+      const DeclaredAudio& declared, int target_rate_hz,
+      double max_seconds = std::numeric_limits<double>::infinity());
   ~StreamingAudioDecoder();
   StreamingAudioDecoder(const StreamingAudioDecoder&) = delete;
   StreamingAudioDecoder& operator=(const StreamingAudioDecoder&) = delete;
 
   // Appends the mono samples at the target rate that `bytes` complete to *out. InvalidArgument for a bad or
-  // oversized WAV header; FailedPrecondition after Finish.
+  // oversized WAV header or audio past max_seconds; FailedPrecondition after Finish.
   absl::Status Append(std::string_view bytes, std::vector<float>* out);
+  // Without decoding: InvalidArgument when the chunk `bytes` would take the stream past max_seconds (exact once
+  // the format is known — raw audio, or after a WAV header; while a WAV header is awaited Append checks it), and
+  // an upper bound of the memory Append(bytes) holds at its peak (as DecodePeakBytes), for deciding where to
+  // decode the chunk.
+  absl::StatusOr<int64_t> CheckRoomFor(std::string_view bytes) const;
   // End of stream: flushes the resampler's tail into *out. InvalidArgument if bytes are left that do not make
   // a whole frame (e.g. an odd byte of PCM16) or the stream ended inside a WAV header.
   absl::Status Finish(std::vector<float>* out);
@@ -91,7 +120,9 @@ class StreamingAudioDecoder {
  private:
   enum class Phase { kSniffing, kWavHeader, kData, kAfterData, kFinished };
 
-  StreamingAudioDecoder(const DeclaredAudio& declared, int target_rate_hz);
+  StreamingAudioDecoder(const DeclaredAudio& declared, int target_rate_hz, double max_seconds);
+  int64_t FramesIn(size_t bytes) const;  // whole frames that pending_ + `bytes` hold (in kData)
+  bool StaysRaw(std::string_view bytes) const;
   void Sniff();
   absl::Status ParseWavHeader();
   absl::Status ParseFmtChunk(std::string_view body);
@@ -101,6 +132,7 @@ class StreamingAudioDecoder {
 
   DeclaredAudio source_;  // the declared audio, until a WAV header replaces it
   const int target_rate_hz_;
+  const double max_seconds_;
   Phase phase_ = Phase::kSniffing;
   std::string pending_;             // header bytes while sniffing/parsing; then a partial frame
   size_t header_pos_ = 12;          // next unparsed WAV chunk, past "RIFF<size>WAVE"

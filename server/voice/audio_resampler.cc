@@ -66,7 +66,7 @@ absl::Status ValidateChannels(int channels, absl::string_view what) {
 absl::Status CheckDuration(double seconds, double max_seconds, absl::string_view what) {
   if (seconds <= max_seconds) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(what, " lasts ", seconds, " s, longer than the limit of ", max_seconds, " s (max_seconds)"));
+      absl::StrCat(what, " lasts ", seconds, " s, longer than the limit of ", max_seconds, " s (max_audio_seconds)"));
 }
 
 void MixPcm16ToMono(const char* bytes, size_t frames, int channels, std::vector<float>* out) {

@@ -1,6 +1,7 @@
 #include "server/voice/riva_service.h"
 
 #include <chrono>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,15 +27,82 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const grpc
   return reactor;
 }
 
-// One Recognize call: lives from the handler until gRPC's OnDone; finished exactly once by the recognition's
-// completion (a scheduler thread, or the handler's thread when the first window is refused).
+// One Recognize call: lives from the handler until gRPC's OnDone and the end of DecodeAndStart (whichever is
+// later deletes it: the decoding thread may still be in Start when a scheduler thread's answer has finished the
+// call); finished exactly once — by Refuse, or by the recognition's completion (a scheduler thread, or the
+// decoding thread when the first window is refused).
 class RecognizeReactor final : public grpc::ServerUnaryReactor {
  public:
-  RecognizeReactor(const VoiceModel* voice, VoiceMetrics* metrics, const riva::RecognizeRequest* request,
-                   riva::RecognizeResponse* response)
-      : voice_(voice), metrics_(metrics), request_(request), response_(response) {}
+  RecognizeReactor(grpc::CallbackServerContext* context, const VoiceModel* voice, VoiceMetrics* metrics,
+                   const riva::RecognizeRequest* request, riva::RecognizeResponse* response)
+      : context_(context), voice_(voice), metrics_(metrics), request_(request), response_(response) {}
 
-  void Start(grpc::CallbackServerContext* context, std::vector<float> audio) {
+  // Decodes the request's audio (already probed: its size is within the limits) and starts its recognition, or
+  // answers why not. On a DecodeExecutor thread, or the handler's for small audio. Called once, or else
+  // RefuseUnstarted.
+  void DecodeAndStart() {
+    DecodeAndStartOrRefuse();
+    Release();
+  }
+
+  // The handler's refusal (decode admission) instead of DecodeAndStart.
+  void RefuseUnstarted(const absl::Status& status) {
+    Refuse(status);
+    Release();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<OfflineRecognition> recognition;
+    {
+      absl::MutexLock lock(&mu_);
+      recognition = recognition_;
+    }
+    if (recognition) recognition->Cancel();
+  }
+
+  void OnDone() override {
+    bool delete_now;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      delete_now = !starting_;
+    }
+    if (delete_now) delete this;
+  }
+
+ private:
+  void Release() {
+    bool delete_now;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = false;
+      delete_now = done_;
+    }
+    if (delete_now) delete this;
+  }
+
+  void DecodeAndStartOrRefuse() {
+    if (context_->IsCancelled()) return Refuse(absl::CancelledError("the client cancelled the recognition"));
+    const SpeechModel& model = voice_->model;
+    absl::StatusOr<DecodedAudio> audio = absl::InternalError("not decoded");
+    try {
+      audio = DecodeAudio(request_->audio(), DeclaredFrom(request_->config()), model.sample_rate(),
+                          model.speech().max_audio_seconds);
+    } catch (const std::bad_alloc&) {
+      audio = absl::ResourceExhaustedError("out of memory while decoding the audio; retry later");
+    }
+    if (!audio.ok()) return Refuse(audio.status());
+    Start(std::move(audio->samples));
+  }
+
+  // Answers `status` before any recognition started.
+  void Refuse(const absl::Status& status) {
+    metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kOffline, static_cast<int>(status.code()));
+    Finish(ToGrpcStatus(status));
+  }
+
+  void Start(std::vector<float> audio) {
+    grpc::CallbackServerContext* const context = context_;
     const double seconds = static_cast<double>(audio.size()) / voice_->model.sample_rate();
     metrics_->RecordAudio(voice_->model.config(), VoiceApi::kOffline, seconds);
     auto recognition = OfflineRecognition::Start(
@@ -47,18 +115,6 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     if (context->IsCancelled()) recognition->Cancel();
   }
 
-  void OnCancel() override {
-    std::shared_ptr<OfflineRecognition> recognition;
-    {
-      absl::MutexLock lock(&mu_);
-      recognition = recognition_;
-    }
-    if (recognition) recognition->Cancel();
-  }
-
-  void OnDone() override { delete this; }
-
- private:
   void Answer(absl::StatusOr<OfflineResult> result) {
     const ModelConfig& config = voice_->model.config();
     if (!result.ok()) {
@@ -76,18 +132,36 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     Finish(grpc::Status::OK);
   }
 
+  grpc::CallbackServerContext* const context_;
   const VoiceModel* const voice_;
   VoiceMetrics* const metrics_;
   const riva::RecognizeRequest* const request_;
   riva::RecognizeResponse* const response_;
   absl::Mutex mu_;
   std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
+  bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
+  bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
 };
 
 }  // namespace
 
-RivaAsrService::RivaAsrService(ModelHub* hub, std::string bearer_token)
-    : hub_(hub), bearer_token_(std::move(bearer_token)), models_(hub), metrics_(hub->metrics()) {}
+RivaAsrService::RivaAsrService(ModelHub* hub, std::string bearer_token, const VoiceConfig& config)
+    : hub_(hub),
+      bearer_token_(std::move(bearer_token)),
+      config_(config),
+      models_(hub, config.default_model),
+      metrics_(hub->metrics()),
+      decodes_(DecodeLimits{.concurrency = static_cast<int>(config.decode_threads),
+                            .max_waiting = static_cast<int>(config.max_waiting_decodes),
+                            .max_bytes = config.max_decode_bytes}) {}
+
+absl::Status RivaAsrService::CheckDefaultModel() {
+  if (config_.default_model.empty()) return absl::OkStatus();
+  absl::StatusOr<const VoiceModel*> model = models_.Default();
+  if (model.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(config_.default_model_where, "must name a served speech model: ",
+                                                 model.status().message()));
+}
 
 grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext* context,
                                                     const riva::RecognizeRequest* request,
@@ -97,14 +171,21 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
   absl::StatusOr<const VoiceModel*> voice = models_.Find(request->config().model());
   if (!voice.ok()) return Reply(context, ToGrpcStatus(voice.status()));
   const SpeechModel& model = (*voice)->model;
-  absl::StatusOr<DecodedAudio> audio = DecodeAudio(request->audio(), DeclaredFrom(request->config()),
-                                                   model.sample_rate(), model.speech().max_audio_seconds);
-  if (!audio.ok()) {
-    metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(audio.status().code()));
-    return Reply(context, ToGrpcStatus(audio.status()));
+  // Refused from the byte count or header, before anything is decoded or queued.
+  const double max_seconds = model.speech().max_audio_seconds;
+  absl::StatusOr<AudioExtent> extent = ProbeAudio(request->audio(), DeclaredFrom(request->config()), max_seconds);
+  if (!extent.ok()) {
+    metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(extent.status().code()));
+    return Reply(context, ToGrpcStatus(extent.status()));
   }
-  auto* reactor = new RecognizeReactor(*voice, &metrics_, request, response);
-  reactor->Start(context, std::move(audio->samples));
+  auto* reactor = new RecognizeReactor(context, *voice, &metrics_, request, response);
+  const int64_t peak_bytes = DecodePeakBytes(*extent, model.sample_rate(), max_seconds);
+  if (peak_bytes <= kInlineDecodeBytes) {
+    reactor->DecodeAndStart();
+  } else if (absl::Status admitted = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
+             !admitted.ok()) {
+    reactor->RefuseUnstarted(admitted);
+  }
   return reactor;
 }
 
@@ -113,7 +194,12 @@ RivaAsrService::StreamingRecognize(grpc::CallbackServerContext* context) {
   if (grpc::Status auth = CheckGrpcBearer(context, bearer_token_); !auth.ok()) {
     return RefuseStream(auth);
   }
-  return StartStreamingRecognize(context, hub_, &models_, &metrics_);
+  return StartStreamingRecognize(context, StreamingDeps{.hub = hub_,
+                                                        .models = &models_,
+                                                        .metrics = &metrics_,
+                                                        .decodes = &decodes_,
+                                                        .idle_timeout = absl::Milliseconds(
+                                                            config_.stream_idle_timeout_ms)});
 }
 
 grpc::ServerUnaryReactor* RivaAsrService::GetRivaSpeechRecognitionConfig(
@@ -122,6 +208,7 @@ grpc::ServerUnaryReactor* RivaAsrService::GetRivaSpeechRecognitionConfig(
   if (grpc::Status auth = CheckGrpcBearer(context, bearer_token_); !auth.ok()) return Reply(context, auth);
   absl::StatusOr<std::vector<const VoiceModel*>> all = models_.All();
   if (!all.ok()) return Reply(context, ToGrpcStatus(all.status()));
+  const absl::StatusOr<const VoiceModel*> default_model = models_.Default();
   if (!request->model_name().empty()) {
     if (absl::StatusOr<const VoiceModel*> one = models_.Find(request->model_name()); !one.ok()) {
       return Reply(context, ToGrpcStatus(one.status()));
@@ -134,7 +221,7 @@ grpc::ServerUnaryReactor* RivaAsrService::GetRivaSpeechRecognitionConfig(
     config->set_model_name(model.name());
     auto& parameters = *config->mutable_parameters();
     parameters["type"] = "offline,streaming";
-    parameters["default"] = voice == all->front() ? "true" : "false";
+    parameters["default"] = default_model.ok() && voice == *default_model ? "true" : "false";
     parameters["sample_rate_hertz"] = absl::StrCat(model.sample_rate());
     parameters["max_audio_seconds"] = absl::StrCat(model.speech().max_audio_seconds);
     parameters["vocabulary_size"] = absl::StrCat(model.speech().vocabulary.size());

@@ -1,14 +1,22 @@
 // NVIDIA Riva's speech-recognition gRPC API (nvidia.riva.asr.RivaSpeechRecognition, proto/riva/proto/) on the
 // server's gRPC port, beside KServe v2: Recognize (whole recordings, long ones windowed), StreamingRecognize
-// (live audio; streaming_session.h) and GetRivaSpeechRecognitionConfig. Handlers decode the audio
-// (audio_decode.h), run it through the chosen speech model (voice_models.h) and encode transcripts.
-// Thread-safety: gRPC calls handlers concurrently; the service's own state is VoiceModels (thread-safe).
+// (live audio; streaming_session.h) and GetRivaSpeechRecognitionConfig. Handlers check the audio's size from its
+// byte count or header (audio_decode.h: ProbeAudio) and refuse before decoding; the decoding and resampling of
+// a file (and of a large stream chunk) runs on the DecodeExecutor (decode_executor.h), never on a gRPC thread,
+// except for audio whose decode holds at most kInlineDecodeBytes (a few seconds, cheaper than the hand-off). The
+// audio then runs through the chosen speech model (voice_models.h) and transcripts are encoded.
+// Thread-safety: gRPC calls handlers concurrently; the service's own state is VoiceModels and the DecodeExecutor
+// (both thread-safe).
 #pragma once
 
 #include <string>
 
+#include "absl/status/status.h"
+#include "backend/base/server_config.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 #include "server/model_hub.h"
+#include "server/voice/decode_executor.h"
+#include "server/voice/riva_streaming.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
 
@@ -16,8 +24,17 @@ namespace sluice::voice {
 
 class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::CallbackService {
  public:
+  // Audio whose decode holds at most this (DecodePeakBytes) is decoded on the gRPC thread: 1 MiB is 16 s at
+  // 16 kHz, a few milliseconds of work.
+  static constexpr int64_t kInlineDecodeBytes = kStreamInlineDecodeBytes;
+
   // `hub` must outlive the service. Empty `bearer_token`: no authorization check.
-  RivaAsrService(ModelHub* hub, std::string bearer_token);
+  RivaAsrService(ModelHub* hub, std::string bearer_token, const VoiceConfig& config = {});
+  // Once the models are published: InvalidArgument (at voice.default_model's place in the config file) unless
+  // the configured default names a served speech model.
+  absl::Status CheckDefaultModel();
+  // Waits until no decode runs (after the gRPC server has shut down, before the models go).
+  void WaitForDecodes() { decodes_.WaitIdle(); }
 
   grpc::ServerUnaryReactor* Recognize(grpc::CallbackServerContext* context,
                                       const nvidia::riva::asr::RecognizeRequest* request,
@@ -31,8 +48,10 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
  private:
   ModelHub* const hub_;
   const std::string bearer_token_;
+  const VoiceConfig config_;
   VoiceModels models_;
   VoiceMetrics metrics_;
+  DecodeExecutor decodes_;
 };
 
 }  // namespace sluice::voice

@@ -1,7 +1,10 @@
 #include "server/voice/riva_streaming.h"
 
+#include <grpcpp/alarm.h>
+
 #include <chrono>
 #include <deque>
+#include <new>
 #include <memory>
 #include <optional>
 
@@ -24,18 +27,24 @@ constexpr int kMaxBacklogWindows = 2;
 class StreamingReactor final
     : public grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse> {
  public:
-  StreamingReactor(grpc::CallbackServerContext* context, ModelHub* hub, VoiceModels* models, VoiceMetrics* metrics)
-      : hub_(hub), models_(models), metrics_(metrics) {
+  StreamingReactor(grpc::CallbackServerContext* context, const StreamingDeps& deps)
+      : hub_(deps.hub), models_(deps.models), metrics_(deps.metrics), decodes_(deps.decodes),
+        idle_timeout_(deps.idle_timeout) {
     if (context->deadline() != std::chrono::system_clock::time_point::max()) {
       deadline_ = absl::FromChrono(context->deadline());
     }
-    StartRead(&request_);
+    {
+      absl::MutexLock lock(&mu_);
+      StartReadLocked();
+    }
+    ArmIdleAlarm();
   }
 
   void OnReadDone(bool ok) override {
     std::optional<StreamWindow> window;
     {
       absl::MutexLock lock(&mu_);
+      reading_ = false;
       if (finishing_) return;
       if (!ok) {
         HalfClosed();
@@ -48,6 +57,7 @@ class StreamingReactor final
       WriteOrFinishLocked();
     }
     RunWindow(std::move(window));
+    ArmIdleAlarm();
   }
 
   void OnWriteDone(bool ok) override {
@@ -74,6 +84,7 @@ class StreamingReactor final
 
   void OnDone() override {
     bool delete_now;
+    std::shared_ptr<grpc::Alarm> alarm;
     {
       absl::MutexLock lock(&mu_);
       done_ = true;
@@ -81,9 +92,16 @@ class StreamingReactor final
         metrics_->StreamClosed(voice_->model.config());
         metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kStreaming, finish_code_);
       }
-      delete_now = !window_running_;
+      delete_now = CanDeleteLocked();
+      if (alarm_pending_) alarm = idle_alarm_;
     }
-    if (delete_now) delete this;
+    if (delete_now) {
+      delete this;
+      return;
+    }
+    // Its callback (soon, ok = false) deletes the reactor if nothing else is pending; `alarm` keeps the Alarm
+    // alive until Cancel returns even if that happens first.
+    if (alarm) alarm->Cancel();
   }
 
  private:
@@ -98,8 +116,8 @@ class StreamingReactor final
     absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
     if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
     const SpeechModel& model = (*voice)->model;
-    absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder =
-        StreamingAudioDecoder::Create(DeclaredFrom(config.config()), model.sample_rate());
+    absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder = StreamingAudioDecoder::Create(
+        DeclaredFrom(config.config()), model.sample_rate(), model.speech().max_audio_seconds);
     if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
     absl::StatusOr<StreamingSession> session = StreamingSession::Create(
         StreamingSessionOptions{.sample_rate = model.sample_rate(),
@@ -116,7 +134,7 @@ class StreamingReactor final
     audio_decoder_ = *std::move(decoder);
     session_.emplace(*std::move(session));
     metrics_->StreamOpened(model.config());
-    StartRead(&request_);
+    StartReadLocked();
   }
 
   void AddAudio() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -124,16 +142,133 @@ class StreamingReactor final
       return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      "streaming_config may only be sent in the first message"));
     }
+    // The chunk leaves request_, which the next read reuses: its memory goes with it once decoded (or refused).
+    std::string chunk = std::move(*request_.mutable_audio_content());
+    request_.Clear();
+    absl::StatusOr<int64_t> peak_bytes = audio_decoder_->CheckRoomFor(chunk);  // refused from its size
+    if (!peak_bytes.ok()) return FailLocked(ToGrpcStatus(peak_bytes.status()));
+    if (*peak_bytes > kStreamInlineDecodeBytes) return OffloadDecode(std::move(chunk), *peak_bytes);
     std::vector<float> samples;
-    if (absl::Status appended = audio_decoder_->Append(request_.audio_content(), &samples); !appended.ok()) {
+    if (absl::Status appended = audio_decoder_->Append(chunk, &samples); !appended.ok()) {
       return FailLocked(ToGrpcStatus(appended));
     }
+    AfterAudio(samples);
+  }
+
+  // Accepts decoded samples and reads on, or pauses reading (flow control).
+  void AfterAudio(const std::vector<float>& samples) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!Accept(samples)) return;
     if (!Backlogged()) {
-      StartRead(&request_);
+      StartReadLocked();
     } else {
       read_paused_ = true;  // resumed by a finished window (flow control)
     }
+  }
+
+  // A large chunk is decoded on the DecodeExecutor; no read is outstanding until it is done, so nothing else
+  // touches the decoder meanwhile.
+  void OffloadDecode(std::string chunk, int64_t peak_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto bytes = std::make_shared<std::string>(std::move(chunk));
+    StreamingAudioDecoder* decoder = audio_decoder_.get();
+    decoding_ = true;
+    absl::Status admitted =
+        decodes_->Submit(peak_bytes, [this, decoder, bytes] { OnChunkDecoded(DecodeChunk(decoder, *bytes)); });
+    if (!admitted.ok()) {
+      decoding_ = false;
+      FailLocked(ToGrpcStatus(admitted));
+    }
+  }
+
+  // On a DecodeExecutor thread, without the lock (see OffloadDecode).
+  static absl::StatusOr<std::vector<float>> DecodeChunk(StreamingAudioDecoder* decoder, const std::string& bytes) {
+    std::vector<float> samples;
+    try {
+      if (absl::Status appended = decoder->Append(bytes, &samples); !appended.ok()) return appended;
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError("out of memory while decoding a stream chunk; retry later");
+    }
+    return samples;
+  }
+
+  void OnChunkDecoded(absl::StatusOr<std::vector<float>> samples) ABSL_LOCKS_EXCLUDED(mu_) {
+    std::optional<StreamWindow> window;
+    bool delete_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      decoding_ = false;
+      if (done_) {
+        delete_now = CanDeleteLocked();
+      } else if (!finishing_) {
+        if (!samples.ok()) {
+          FailLocked(ToGrpcStatus(samples.status()));
+        } else {
+          AfterAudio(*samples);
+        }
+        if (!finishing_) window = NextWindowLocked();
+        WriteOrFinishLocked();
+      }
+    }
+    if (delete_now) {
+      delete this;
+      return;
+    }
+    RunWindow(std::move(window));
+    ArmIdleAlarm();
+  }
+
+  void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    reading_ = true;
+    read_started_ = absl::Now();
+    StartRead(&request_);
+  }
+
+  // Keeps one idle alarm pending while the stream lives: it fires at the outstanding read's start + idle_timeout_
+  // (or a timeout from now while none is outstanding) and then checks. Not under mu_ (Set may run its callback).
+  void ArmIdleAlarm() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::shared_ptr<grpc::Alarm> alarm;
+    absl::Time at;
+    {
+      absl::MutexLock lock(&mu_);
+      if (alarm_pending_ || finishing_ || done_ || idle_timeout_ == absl::InfiniteDuration()) return;
+      alarm_pending_ = true;
+      idle_alarm_ = alarm = std::make_shared<grpc::Alarm>();
+      at = (reading_ ? read_started_ : absl::Now()) + idle_timeout_;
+    }
+    // Should OnDone run before Set (its Cancel then finds nothing armed), the alarm fires at `at` and deletes the
+    // reactor then: late by at most one timeout, never leaked.
+    alarm->Set(absl::ToChronoTime(at), [this](bool fired) { OnIdleAlarm(fired); });
+  }
+
+  void OnIdleAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_) {
+    bool delete_now = false, rearm = false;
+    {
+      absl::MutexLock lock(&mu_);
+      alarm_pending_ = false;
+      if (done_) {
+        delete_now = CanDeleteLocked();
+      } else if (fired && !finishing_) {
+        if (reading_ && absl::Now() - read_started_ >= idle_timeout_) {
+          FailLocked(grpc::Status(
+              grpc::StatusCode::DEADLINE_EXCEEDED,
+              absl::StrCat("no message on this stream for ", absl::FormatDuration(idle_timeout_),
+                           " (the server's voice.stream_idle_timeout_ms); send audio, or close the stream")));
+          WriteOrFinishLocked();
+        } else {
+          rearm = true;
+        }
+      }
+    }
+    // Deleting destroys the Alarm whose callback this is: gRPC keeps its state alive until the callback returns.
+    if (delete_now) {
+      delete this;
+      return;
+    }
+    if (rearm) ArmIdleAlarm();
+  }
+
+  // After OnDone, the last pending completion (window, decode, idle alarm) deletes the reactor.
+  bool CanDeleteLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return done_ && !window_running_ && !decoding_ && !alarm_pending_;
   }
 
   // The client finished sending: flush the decoder, then the session finishes its segment.
@@ -200,10 +335,10 @@ class StreamingReactor final
       window_running_ = false;
       window_handle_ = InferHandle();
       if (done_) {
-        delete_now = true;  // OnDone already ran and left the deletion to this completion
+        delete_now = CanDeleteLocked();  // OnDone already ran and left the deletion to the last completion
       } else if (!finishing_) {
         if (!result.ok()) {
-          FailLocked(ToGrpcStatus(result.status()));
+          FailLocked(ToGrpcStatus(RefusedWindow(result.status())));
         } else if (absl::StatusOr<WindowOutcome> outcome = session_->OnWindowDone(*result, absl::Now());
                    !outcome.ok()) {
           FailLocked(ToGrpcStatus(outcome.status()));
@@ -211,7 +346,7 @@ class StreamingReactor final
           Deliver(*outcome);
           if (read_paused_ && !Backlogged()) {
             read_paused_ = false;
-            StartRead(&request_);
+            StartReadLocked();
           }
           next = NextWindowLocked();
         }
@@ -223,6 +358,15 @@ class StreamingReactor final
       return;
     }
     RunWindow(std::move(next));
+    ArmIdleAlarm();
+  }
+
+  // A refused window ends the stream (see the header): the status says so and how far the stream got.
+  absl::Status RefusedWindow(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::Status(status.code(),
+                        absl::StrCat("model '", voice_->model.name(), "' refused a window of this stream (",
+                                     status.message(), "); the stream ends after ", reported_processed_,
+                                     " s of audio in final results: reconnect and resend the audio after them"));
   }
 
   void Deliver(const WindowOutcome& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -273,6 +417,8 @@ class StreamingReactor final
   ModelHub* const hub_;
   VoiceModels* const models_;
   VoiceMetrics* const metrics_;
+  DecodeExecutor* const decodes_;
+  const absl::Duration idle_timeout_;
   absl::Time deadline_ = absl::InfiniteFuture();
   riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
 
@@ -282,7 +428,14 @@ class StreamingReactor final
   const VoiceModel* voice_ = nullptr;
   bool word_times_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<StreamingAudioDecoder> audio_decoder_ ABSL_GUARDED_BY(mu_);
+  // Used under mu_, except by an offloaded decode while decoding_ (no read is outstanding then, so nothing else
+  // uses it).
+  std::unique_ptr<StreamingAudioDecoder> audio_decoder_;
+  bool decoding_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a read is outstanding, since read_started_
+  absl::Time read_started_ ABSL_GUARDED_BY(mu_);
+  bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<grpc::Alarm> idle_alarm_ ABSL_GUARDED_BY(mu_);
   std::optional<StreamingSession> session_ ABSL_GUARDED_BY(mu_);
   bool window_running_ ABSL_GUARDED_BY(mu_) = false;
   InferHandle window_handle_ ABSL_GUARDED_BY(mu_);
@@ -312,8 +465,8 @@ grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecogniz
 }
 
 grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse>* StartStreamingRecognize(
-    grpc::CallbackServerContext* context, ModelHub* hub, VoiceModels* models, VoiceMetrics* metrics) {
-  return new StreamingReactor(context, hub, models, metrics);
+    grpc::CallbackServerContext* context, const StreamingDeps& deps) {
+  return new StreamingReactor(context, deps);
 }
 
 }  // namespace sluice::voice

@@ -4,23 +4,47 @@
 // Flow control: the reactor reads the next audio message only while the stream's unprocessed audio is under
 // kMaxBacklogWindows largest buckets, so a client that sends faster than the model keeps up is held back by
 // gRPC's own flow control, with bounded memory. Results are written one at a time, in order.
-// Lifetime: created by the handler, deleted at gRPC's OnDone or, if a window is still running then, by that
-// window's completion.
-// Thread-safety: gRPC callbacks and window completions (scheduler threads) serialise on the reactor's mutex. The
-// model is never called under it (a refused window completes inside the call); gRPC's StartRead, StartWrite and
-// Finish are, since they only queue the operation.
+// Limits: a chunk that would take the stream past the model's max_audio_seconds is refused (INVALID_ARGUMENT)
+// from its byte count before it is decoded; a chunk whose decode holds more than kStreamInlineDecodeBytes goes to
+// the DecodeExecutor (no read is outstanding meanwhile), and one the executor refuses ends the stream with
+// RESOURCE_EXHAUSTED. A stream from which no message arrives for `idle_timeout` while the server waits for one
+// ends with DEADLINE_EXCEEDED (not while flow control holds it back). Each chunk's bytes are freed once decoded.
+// Refused windows: a window the model refuses (its queue is full: RESOURCE_EXHAUSTED, or any other error) ends
+// the whole stream with that code. A stream's windows cannot be skipped without a gap in its transcript, nor
+// retried without its backlog growing under the very overload that refused it; the message says how much audio
+// was processed, and the client reconnects (resending the audio after its last final result).
+// Lifetime: created by the handler, deleted at gRPC's OnDone or, if a window, a decode or the idle alarm is still
+// pending then, by the last of those to complete.
+// Thread-safety: gRPC callbacks, window completions (scheduler threads), decode completions (DecodeExecutor
+// threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
+// of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
+// the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit are, since they only queue the
+// operation.
 #pragma once
 
+#include "absl/time/time.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 #include "server/model_hub.h"
+#include "server/voice/decode_executor.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
 
 namespace sluice::voice {
 
+// What every stream shares; all of it outlives the streams.
+struct StreamingDeps {
+  ModelHub* hub = nullptr;
+  VoiceModels* models = nullptr;
+  VoiceMetrics* metrics = nullptr;
+  DecodeExecutor* decodes = nullptr;
+  absl::Duration idle_timeout = absl::Seconds(60);
+};
+
+// Chunks whose decode holds more than this go to the DecodeExecutor (RivaAsrService::kInlineDecodeBytes).
+inline constexpr int64_t kStreamInlineDecodeBytes = int64_t{1} << 20;
+
 grpc::ServerBidiReactor<nvidia::riva::asr::StreamingRecognizeRequest, nvidia::riva::asr::StreamingRecognizeResponse>*
-StartStreamingRecognize(grpc::CallbackServerContext* context, ModelHub* hub, VoiceModels* models,
-                        VoiceMetrics* metrics);
+StartStreamingRecognize(grpc::CallbackServerContext* context, const StreamingDeps& deps);
 
 // A stream answered with `status` before anything is read (e.g. UNAUTHENTICATED).
 grpc::ServerBidiReactor<nvidia::riva::asr::StreamingRecognizeRequest, nvidia::riva::asr::StreamingRecognizeResponse>*

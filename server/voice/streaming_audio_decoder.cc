@@ -41,14 +41,51 @@ absl::Status ValidateRaw(const DeclaredAudio& audio, absl::string_view whose) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> StreamingAudioDecoder::Create(const DeclaredAudio& declared,
-                                                                                     int target_rate_hz) {
+                                                                                     int target_rate_hz,
+                                                                                     double max_seconds) {
   if (absl::Status s = ValidateRaw(declared, "the declared"); !s.ok()) return s;
   if (absl::Status s = ValidateRate(target_rate_hz, "the target sample rate"); !s.ok()) return s;
-  return std::unique_ptr<StreamingAudioDecoder>(new StreamingAudioDecoder(declared, target_rate_hz));
+  if (!(max_seconds > 0)) return absl::InvalidArgumentError(absl::StrCat("max_seconds ", max_seconds, " is not > 0"));
+  return std::unique_ptr<StreamingAudioDecoder>(new StreamingAudioDecoder(declared, target_rate_hz, max_seconds));
 }
 
-StreamingAudioDecoder::StreamingAudioDecoder(const DeclaredAudio& declared, int target_rate_hz)
-    : source_(declared), target_rate_hz_(target_rate_hz) {}
+StreamingAudioDecoder::StreamingAudioDecoder(const DeclaredAudio& declared, int target_rate_hz, double max_seconds)
+    : source_(declared), target_rate_hz_(target_rate_hz), max_seconds_(max_seconds) {}
+
+int64_t StreamingAudioDecoder::FramesIn(size_t bytes) const {
+  if (data_bytes_left_ >= 0) bytes = std::min<size_t>(bytes, static_cast<size_t>(data_bytes_left_));
+  const size_t frame_bytes = static_cast<size_t>(SampleBytes(source_.encoding)) * source_.channels;
+  return static_cast<int64_t>((pending_.size() + bytes) / frame_bytes);
+}
+
+absl::StatusOr<int64_t> StreamingAudioDecoder::CheckRoomFor(std::string_view bytes) const {
+  if (phase_ == Phase::kFinished || phase_ == Phase::kAfterData) return 0;
+  AudioExtent extent;
+  extent.source_rate_hz = source_.sample_rate_hz;
+  extent.source_channels = source_.channels;
+  if (phase_ == Phase::kData || (phase_ == Phase::kSniffing && StaysRaw(bytes))) {
+    extent.frames = FramesIn(bytes.size());
+    const double seconds = static_cast<double>(input_frames_ + extent.frames) / source_.sample_rate_hz;
+    if (absl::Status s = CheckDuration(seconds, max_seconds_, "the stream's audio with this chunk"); !s.ok()) {
+      return s;
+    }
+  } else {
+    // A WAV header may still change the format: assume the most frames per byte at the lowest rate (Append
+    // checks the limit once the header is known).
+    extent.source_rate_hz = kMinAudioRateHz;
+    extent.frames = static_cast<int64_t>(bytes.size());
+  }
+  return DecodePeakBytes(extent, target_rate_hz_, max_seconds_);
+}
+
+// Whether Sniff, given pending_ + `bytes`, finds raw audio (see Sniff).
+bool StreamingAudioDecoder::StaysRaw(std::string_view bytes) const {
+  std::string head = pending_;
+  head.append(bytes.substr(0, kRiffHeaderBytes - std::min(kRiffHeaderBytes, head.size())));
+  const size_t n = std::min(head.size(), kRiff.size());
+  if (head.compare(0, n, kRiff, 0, n) != 0) return true;
+  return head.size() >= kRiffHeaderBytes && head.compare(8, 4, "WAVE") != 0;
+}
 
 StreamingAudioDecoder::~StreamingAudioDecoder() = default;
 
@@ -165,6 +202,12 @@ absl::Status StreamingAudioDecoder::StartData() {
 
 // Decodes the whole frames that `bytes` completes; a frame cut by the chunk's end waits in pending_.
 absl::Status StreamingAudioDecoder::DecodeFrames(std::string_view bytes, std::vector<float>* out) {
+  // Refused from the byte count, before any of it is decoded.
+  const double seconds = static_cast<double>(input_frames_ + FramesIn(bytes.size())) / source_.sample_rate_hz;
+  if (absl::Status s = CheckDuration(seconds, max_seconds_, "the stream's audio with this chunk"); !s.ok()) {
+    phase_ = Phase::kFinished;
+    return s;
+  }
   if (data_bytes_left_ >= 0) {
     if (static_cast<int64_t>(bytes.size()) >= data_bytes_left_) {
       bytes = bytes.substr(0, data_bytes_left_);

@@ -38,25 +38,40 @@ absl::StatusOr<std::vector<const VoiceModel*>> VoiceModels::All() {
 }
 
 absl::StatusOr<const VoiceModel*> VoiceModels::Find(std::string_view name) {
+  if (name.empty()) return Default();
   absl::StatusOr<std::vector<const VoiceModel*>> all = All();
   if (!all.ok()) return all.status();
   std::vector<std::string> names;
   for (const VoiceModel* model : *all) {
-    if (name.empty() || model->model.name() == name) return model;
+    if (model->model.name() == name) return model;
     names.push_back(model->model.name());
   }
+  const std::string listed =
+      all->empty() ? "this server serves none (a speech model needs a speech: section; see README)"
+                   : absl::StrCat("speech models: ", absl::StrJoin(names, ", "));
+  if (absl::StatusOr<ServedModel*> served = hub_->Find(name, ""); served.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", std::string(name), "' is served but not as speech (no speech: section in its config.yaml, or ",
+        "not one FP32 audio input); ", listed));
+  }
+  if (absl::StatusOr<GenerationModel*> generation = hub_->FindGeneration(name); generation.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", std::string(name),
+                                                   "' is served but is a text-generation model, not a speech model "
+                                                   "(use the OpenAI or Triton generation API); ", listed));
+  }
+  if (all->empty()) return absl::NotFoundError(absl::StrCat("unknown speech model '", std::string(name), "': ", listed));
+  return absl::NotFoundError(absl::StrCat("unknown speech model '", std::string(name), "'; ", listed));
+}
+
+absl::StatusOr<const VoiceModel*> VoiceModels::Default() {
+  if (!default_model_.empty()) return Find(default_model_);
+  absl::StatusOr<std::vector<const VoiceModel*>> all = All();
+  if (!all.ok()) return all.status();
   if (all->empty()) {
     return absl::NotFoundError(
         "this server serves no speech model with a speech: section (the voice API needs one; see README)");
   }
-  if (name.empty()) return absl::InternalError("unreachable: the default model exists when any does");
-  if (absl::StatusOr<ServedModel*> served = hub_->Find(name, ""); served.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", std::string(name), "' is served but not as speech (no speech: section in its config.yaml, or ",
-                     "not one FP32 audio input); speech models: ", absl::StrJoin(names, ", ")));
-  }
-  return absl::NotFoundError(
-      absl::StrCat("unknown speech model '", std::string(name), "'; speech models: ", absl::StrJoin(names, ", ")));
+  return all->front();
 }
 
 }  // namespace sluice::voice

@@ -3,13 +3,15 @@
 // its models load; until then every lookup answers Unavailable, as the hub does).
 //
 // Model choice (RecognitionConfig.model): a name picks that model (NotFound naming the served speech models, or
-// InvalidArgument when the named model is served but has no speech section); an empty name picks the default —
-// the speech model first in name order.
+// InvalidArgument when the named model is served but is not a speech model: no speech section, or a generation
+// model); an empty name picks the default — the server config's voice.default_model, else the speech model first
+// in name order.
 //
 // Thread-safety: every method may be called from any thread; entries never move or change once built.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,16 +31,22 @@ struct VoiceModel {
 
 class VoiceModels {
  public:
-  explicit VoiceModels(ModelHub* hub) : hub_(hub) {}
+  // `default_model` empty: the first speech model in name order.
+  explicit VoiceModels(ModelHub* hub, std::string default_model = "")
+      : hub_(hub), default_model_(std::move(default_model)) {}
 
   absl::StatusOr<const VoiceModel*> Find(std::string_view name);
-  // Every voice model, in name order (the first is the default). Unavailable while the server loads.
+  // Every voice model, in name order. Unavailable while the server loads.
   absl::StatusOr<std::vector<const VoiceModel*>> All();
+  // The model an empty name picks; the errors Find gives for the configured default's name (NotFound when the
+  // server serves no speech model at all).
+  absl::StatusOr<const VoiceModel*> Default();
 
  private:
   absl::Status EnsureBuilt();
 
   ModelHub* const hub_;
+  const std::string default_model_;
   absl::Mutex mu_;
   bool built_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::unique_ptr<VoiceModel>> models_ ABSL_GUARDED_BY(mu_);  // sorted by name

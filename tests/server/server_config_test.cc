@@ -91,6 +91,13 @@ TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
             "tls.cert: file '"},
            {"model_repository: m\nauth: {bearer_token: 'a b'}\n", "auth.bearer_token: must be a non-empty token"},
            {"model_repository: m\ndrain_grace_seconds: -1\n", "drain_grace_seconds: must be between 0 and 3600"},
+           {"model_repository: m\nvoice: {default_model: ''}\n", ":2:24: voice.default_model: must name a speech model"},
+           {"model_repository: m\nvoice: {stream_idle_timeout_ms: 5}\n",
+            "voice.stream_idle_timeout_ms: must be between 100 and 86400000, got 5"},
+           {"model_repository: m\nvoice: {decode_threads: 0}\n", "voice.decode_threads: must be between 1 and 256"},
+           {"model_repository: m\nvoice: {max_waiting_decodes: -1}\n", "voice.max_waiting_decodes: must be between 0"},
+           {"model_repository: m\nvoice: {max_decode_bytes: 10}\n", "voice.max_decode_bytes: must be between 1048576"},
+           {"model_repository: m\nvoice: {default: x}\n", "voice.default: unknown key 'default'"},
        }) {
     const std::string path = Write(c.text);
     absl::StatusOr<ServerConfig> config = LoadServerConfig(path);
@@ -98,6 +105,32 @@ TEST_F(ServerConfigTest, ErrorsNameFileKeyAndLine) {
     EXPECT_THAT(config.status().message(), HasSubstr(path)) << c.text;
     EXPECT_THAT(config.status().message(), HasSubstr(c.expected)) << c.text;
   }
+}
+
+TEST_F(ServerConfigTest, TheVoiceSectionChoosesTheDefaultSpeechModelAndTheLimits) {
+  absl::StatusOr<ServerConfig> defaults = LoadServerConfig(Write("model_repository: m\n"));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->voice.default_model, "");
+  EXPECT_EQ(defaults->voice.stream_idle_timeout_ms, 60000);
+  EXPECT_EQ(defaults->voice.decode_threads, 2);
+  const std::string path = Write(
+      "model_repository: m\nvoice:\n  default_model: asr_digits\n  stream_idle_timeout_ms: 1500\n"
+      "  decode_threads: 1\n  max_waiting_decodes: 0\n  max_decode_bytes: 2097152\n");
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->voice.default_model, "asr_digits");
+  // Where the key is, for the check against the served models once they have loaded.
+  EXPECT_EQ(config->voice.default_model_where, path + ":3:18: voice.default_model: ");
+  EXPECT_EQ(config->voice.stream_idle_timeout_ms, 1500);
+  EXPECT_EQ(config->voice.decode_threads, 1);
+  EXPECT_EQ(config->voice.max_waiting_decodes, 0);
+  EXPECT_EQ(config->voice.max_decode_bytes, 2097152);
+}
+
+TEST_F(ServerConfigTest, TheExampleConfigLoadsAndNamesTheTrainedRecognizerAsTheRivaDefault) {
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(SLUICE_SOURCE_DIR "/deploy/config/example.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->voice.default_model, "asr_digits");
 }
 
 }  // namespace

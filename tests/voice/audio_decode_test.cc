@@ -17,6 +17,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Encode;
 using testing::MaxDistanceToSine;
 using testing::RawPcm16;
@@ -274,6 +275,60 @@ TEST(DecodeAudioTest, AudioLongerThanMaxSecondsIsRefusedFromItsHeader) {
   EXPECT_THAT(DecodeError(hour, {AudioEncoding::kLinearPcm, 8000, 1}, 30).ToString(),
               AllOf(HasSubstr("lasts 3600 s"), HasSubstr("limit of 30 s")));
   EXPECT_THAT(DecodeError("ab", kPcm16k, 0).ToString(), HasSubstr("max_seconds"));
+}
+
+// The header fields at fixed places in a WAV (fmt chunk) and FLAC (STREAMINFO) file, patched after writing.
+void PutLe32(std::string& b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+TEST(DecodeAudioTest, AHeaderRateOrChannelCountOfZeroIsNamedNotAnInternalError) {
+  std::string wav = Encode(ToPcm16(Sine(440, 16000, 0.1)), 16000, 1, kWav16);
+  ASSERT_EQ(wav.substr(12, 4), "fmt ");
+  PutLe32(wav, 24, 0);  // the fmt chunk's sample rate (libsndfile alone says "Internal error")
+  absl::Status s = DecodeError(wav, kPcm16k);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.ToString(), AllOf(HasSubstr("wav header's sample rate is 0 Hz"), Not(HasSubstr("Internal"))));
+  EXPECT_EQ(ProbeAudio(wav, kPcm16k, 60).status(), s);
+  std::string mono = Encode(ToPcm16(Sine(440, 16000, 0.1)), 16000, 1, kWav16);
+  mono[22] = mono[23] = 0;  // channels
+  EXPECT_THAT(DecodeError(mono, kPcm16k).ToString(), HasSubstr("wav header's channel count is 0"));
+  std::string flac = Encode(ToPcm16(Sine(440, 16000, 0.1)), 16000, 1, SF_FORMAT_FLAC | SF_FORMAT_PCM_16);
+  flac[18] = flac[19] = 0;
+  flac[20] = static_cast<char>(flac[20] & 0x0F);  // the 20-bit STREAMINFO rate
+  EXPECT_THAT(DecodeError(flac, kPcm16k).ToString(), HasSubstr("flac header's sample rate is 0 Hz"));
+}
+
+TEST(ProbeAudioTest, ReadsTheExtentFromTheHeaderOrByteCountWithTheSameRefusalsAsDecoding) {
+  const std::string wav = Encode(ToPcm16(Sine(440, 8000, 2.0)), 8000, 2, kWav16);
+  absl::StatusOr<AudioExtent> extent = ProbeAudio(wav, kPcm16k, 60);
+  ASSERT_TRUE(extent.ok()) << extent.status();
+  EXPECT_EQ(extent->format, "wav");
+  EXPECT_EQ(extent->source_rate_hz, 8000);
+  EXPECT_EQ(extent->source_channels, 2);
+  EXPECT_EQ(extent->frames, 8000);
+  // 8000 mono source floats + 16000 (+1024 slack) resampled ones.
+  EXPECT_EQ(DecodePeakBytes(*extent, 16000, 60), (8000 + 16000 + 1024) * 4);
+
+  extent = ProbeAudio(std::string(3000, '\x7f'), {AudioEncoding::kMulaw, 1000, 1}, 60);
+  ASSERT_TRUE(extent.ok()) << extent.status();
+  EXPECT_EQ(extent->format, "raw-mulaw");
+  EXPECT_EQ(extent->frames, 3000);
+  EXPECT_EQ(DecodePeakBytes(*extent, 1000, 60), 3000 * 4);  // no resampling
+
+  // The refusals DecodeAudio makes before decoding, with its messages: 50 MB of 1 kHz mu-law is 50000 s.
+  const std::string huge(50'000'000, '\x7f');
+  const absl::Status too_long = ProbeAudio(huge, {AudioEncoding::kMulaw, 1000, 1}, 3600).status();
+  EXPECT_THAT(too_long.ToString(), AllOf(HasSubstr("lasts 50000 s"), HasSubstr("limit of 3600 s"),
+                                         HasSubstr("max_audio_seconds")));
+  EXPECT_EQ(DecodeAudio(huge, {AudioEncoding::kMulaw, 1000, 1}, 16000, 3600).status(), too_long);
+  const std::string flac = Encode(ToPcm16(Sine(440, 16000, 3.0)), 16000, 1, SF_FORMAT_FLAC | SF_FORMAT_PCM_16);
+  EXPECT_EQ(ProbeAudio(flac, kPcm16k, 1.0).status(), DecodeError(flac, kPcm16k, 1.0));
+  EXPECT_EQ(ProbeAudio("abc", kPcm16k, 60).status(), DecodeError("abc", kPcm16k));
+  EXPECT_EQ(ProbeAudio("", kPcm16k, 60).status(), DecodeError("", kPcm16k));
+  // No frame count in the header: max_seconds' worth is assumed.
+  EXPECT_EQ(DecodePeakBytes(AudioExtent{.format = "wav", .source_rate_hz = 16000, .source_channels = 1, .frames = -1}, 16000, 10),
+            16000 * 10 * 4);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 namespace sluice::voice {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::Encode;
 using testing::MaxAbsDiff;
@@ -169,6 +170,55 @@ TEST(StreamingAudioDecoderTest, NothingIsAcceptedAfterFinish) {
   EXPECT_TRUE(out.empty());
   EXPECT_EQ((*decoder)->Append("ab", &out).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*decoder)->Finish(&out).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(StreamingAudioDecoderTest, AChunkPastMaxSecondsIsRefusedFromItsByteCountBeforeDecoding) {
+  const DeclaredAudio mulaw_1k{AudioEncoding::kMulaw, 1000, 1};
+  absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder =
+      StreamingAudioDecoder::Create(mulaw_1k, 16000, /*max_seconds=*/10);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  // Raw from its first bytes: refused before the first Append too.
+  EXPECT_THAT((*decoder)->CheckRoomFor(std::string(11000, '\x7f')).status().ToString(), HasSubstr("lasts 11 s"));
+  std::vector<float> out;
+  // 6 s, then 4 s: exactly the limit.
+  ASSERT_TRUE((*decoder)->Append(std::string(6000, '\x7f'), &out).ok());
+  absl::StatusOr<int64_t> room = (*decoder)->CheckRoomFor(std::string(4000, '\x7f'));
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(*room, (4000 + 64000 + 1024) * 4);  // source floats + resampled ones
+  ASSERT_TRUE((*decoder)->Append(std::string(4000, '\x7f'), &out).ok());
+  const size_t before = out.size();
+  // One more byte is refused: by CheckRoomFor without decoding, and by Append before decoding any of it.
+  const absl::Status refused = (*decoder)->CheckRoomFor("\x7f").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.ToString(), AllOf(HasSubstr("limit of 10 s"), HasSubstr("max_audio_seconds")));
+  const std::string huge(50'000'000, '\x7f');  // 50000 s at 1 kHz
+  EXPECT_THAT((*decoder)->CheckRoomFor(huge).status().ToString(), HasSubstr("lasts 50010 s"));
+  const absl::Status appended = (*decoder)->Append(huge, &out);
+  EXPECT_EQ(appended.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(appended.ToString(), HasSubstr("limit of 10 s"));
+  EXPECT_EQ(out.size(), before);  // nothing of it was decoded
+  EXPECT_EQ((*decoder)->input_frames(), 10000);
+}
+
+TEST(StreamingAudioDecoderTest, AWavStreamIsBoundedByItsHeadersRate) {
+  // The header says 8 kHz (declared 16 kHz): 2 s of PCM16 is 32000 bytes at the header's rate.
+  const std::string wav = Encode(ToPcm16(Sine(440, 8000, 3.0)), 8000, 1, kWav16);
+  absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder =
+      StreamingAudioDecoder::Create({AudioEncoding::kLinearPcm, 16000, 1}, 16000, /*max_seconds=*/2);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  std::vector<float> out;
+  const absl::Status s = (*decoder)->Append(wav, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.ToString(), AllOf(HasSubstr("lasts 3 s"), HasSubstr("limit of 2 s")));
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(StreamingAudioDecoder::Create({AudioEncoding::kLinearPcm, 16000, 1}, 16000, 0).ok());
+  // While the header is awaited the format may change: the estimate assumes 1 kHz and one byte per frame.
+  absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> fresh =
+      StreamingAudioDecoder::Create({AudioEncoding::kLinearPcm, 16000, 1}, 16000, 3600);
+  ASSERT_TRUE(fresh.ok());
+  absl::StatusOr<int64_t> room = (*fresh)->CheckRoomFor(wav.substr(0, 1000));
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(*room, (1000 + 16000 + 1024) * 4);
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "server/voice/decode_executor.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::voice {
+
+// No slot reserved for external threads: work is only ever enqueued (gRPC threads never join the arena, so they
+// never run a decode nor wait for one).
+DecodeExecutor::DecodeExecutor(const DecodeLimits& limits)
+    : limits_(limits), arena_(limits.concurrency, /*reserved_for_masters=*/0) {}
+
+DecodeExecutor::~DecodeExecutor() noexcept { WaitIdle(); }
+
+absl::Status DecodeExecutor::Submit(int64_t bytes, std::function<void()> work) {
+  {
+    absl::MutexLock lock(&mu_);
+    const int slots = limits_.concurrency + limits_.max_waiting;
+    if (admitted_ >= slots) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "too many audio decodes in progress (", admitted_, ": ", limits_.concurrency, " running and ",
+          limits_.max_waiting, " waiting, voice.decode_threads + voice.max_waiting_decodes); retry later"));
+    }
+    if (admitted_ > 0 && bytes_ + bytes > limits_.max_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "audio decodes in progress hold ", bytes_, " bytes; this one needs about ", bytes,
+          " more, past voice.max_decode_bytes (", limits_.max_bytes, "); retry later"));
+    }
+    ++admitted_;
+    bytes_ += bytes;
+  }
+  arena_.enqueue(group_.defer([this, bytes, work = std::move(work)] {
+    // The work reports its own failures; nothing may escape into oneTBB, which would rethrow it at WaitIdle.
+    try {
+      work();
+    } catch (...) {
+    }
+    Done(bytes);
+  }));
+  return absl::OkStatus();
+}
+
+void DecodeExecutor::Done(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  --admitted_;
+  bytes_ -= bytes;
+}
+
+void DecodeExecutor::WaitIdle() {
+  arena_.execute([this] { group_.wait(); });
+}
+
+int DecodeExecutor::admitted() const {
+  absl::MutexLock lock(&mu_);
+  return admitted_;
+}
+
+}  // namespace sluice::voice

@@ -1,0 +1,58 @@
+// Audio decoding and resampling off the gRPC threads: a oneTBB arena of fixed concurrency runs the decodes, with
+// bounded admission. At most `concurrency` decodes run at once and at most `max_waiting` more wait for a thread;
+// the admitted decodes' estimated peak memory (DecodePeakBytes) stays within `max_bytes`, except that one decode is
+// always admitted when none is (its size is already bounded by the model's max_audio_seconds). Beyond either
+// bound Submit refuses with ResourceExhausted naming it, and nothing is queued.
+// (The process's oneTBB worker threads are shared: fewer than `concurrency` may run when the machine has fewer
+// cores, e.g. one on a 2-core machine.)
+// Thread-safety: Submit may be called from any thread; the work runs on a oneTBB worker thread and must not wait
+// for other decodes. Lock order: a caller's own lock may be held around Submit (it takes only mu_, briefly).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace sluice::voice {
+
+struct DecodeLimits {
+  int concurrency = 2;             // decodes running at once (the arena's concurrency)
+  int max_waiting = 16;            // admitted beyond those, waiting for a thread
+  int64_t max_bytes = int64_t{1} << 30;  // estimated peak memory of all admitted decodes
+};
+
+class DecodeExecutor {
+ public:
+  // REQUIRES: concurrency >= 1, max_waiting >= 0, max_bytes >= 0.
+  explicit DecodeExecutor(const DecodeLimits& limits);
+  // Waits for the admitted work (WaitIdle). noexcept: tbb::task_group's destructor throws only when not waited.
+  ~DecodeExecutor() noexcept;
+  DecodeExecutor(const DecodeExecutor&) = delete;
+  DecodeExecutor& operator=(const DecodeExecutor&) = delete;
+
+  // Admits `work`, which will hold about `bytes` at its peak, and runs it on the arena; or ResourceExhausted.
+  absl::Status Submit(int64_t bytes, std::function<void()> work) ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns once every admitted work has run. Not from inside a work.
+  void WaitIdle();
+
+  const DecodeLimits& limits() const { return limits_; }
+  int admitted() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Done(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const DecodeLimits limits_;
+  tbb::task_arena arena_;
+  tbb::task_group group_;
+  mutable absl::Mutex mu_;
+  int admitted_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace sluice::voice
