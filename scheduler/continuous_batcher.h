@@ -60,7 +60,7 @@ struct ContinuousBatcherOptions {
   const ModelConfig* model = nullptr;              // must outlive the batcher; model->generation is set
   std::vector<GenerationBackend*> instances;       // not owned; must outlive the batcher; at least one
   Clock* clock = &Clock::Real();
-  GenerationStepObserver observer;                 // optional; called on instance threads
+  GenerationStepObserver observer;                 // optional; called on engine threads (a timeout: the watchdog)
   uint64_t seed = 0x5eed;                          // the engine's generator, for requests without a seed
 };
 
@@ -90,8 +90,8 @@ class ContinuousBatcher {
   int Running() const;      // holding a slot
   int SlotsInUse() const;   // == Running(); kept apart for the metric's name
   int TotalSlots() const;   // max_num_seqs (bounded by kv_cache.slots) * instances
-  // Instances still running sequences. One whose backend answers Unavailable (its device is gone) is taken out
-  // for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
+  // Instances still running sequences. One whose backend answers Unavailable (its device is gone) or whose call
+  // ran past execution_timeout_ms is taken out for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
   // requests are answered UNAVAILABLE.
   int InstancesInRotation() const;
 

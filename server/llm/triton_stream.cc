@@ -108,6 +108,8 @@ class Stream final : public TritonStreamReactor {
       return;
     }
     HandleRequest();
+    // Give back what the request held (a long text_input) now, not when the next read overwrites it.
+    request_ = inference::ModelInferRequest();
     bool overflowed = false;
     bool finish = false;
     grpc::Status end;
