@@ -213,11 +213,12 @@ absl::Status GenerationModel::CheckSizes(const GenerationCall& call) const {
         "prompt");
   }
   int64_t bytes = call.prompt ? static_cast<int64_t>(call.prompt->size()) : 0;
-  if (call.messages) {
+  if (call.messages) {  // the rendered text's length, exactly (an unknown role is refused when rendering)
     const ChatTemplate& chat = options.chat_template;
+    bytes = static_cast<int64_t>(chat.assistant.size());
     for (const ChatMessage& message : *call.messages) {
-      bytes += static_cast<int64_t>(message.content.size() + chat.separator.size() +
-                                    std::max({chat.system.size(), chat.user.size(), chat.assistant.size()}));
+      const std::string* prefix = RolePrefix(chat, message.role);
+      bytes += static_cast<int64_t>((prefix ? prefix->size() : 0) + message.content.size() + chat.separator.size());
     }
   }
   if (bytes > max_prompt_bytes_) {

@@ -92,6 +92,11 @@ class GenerationModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_ = SimGenerationConfig();
+    Build();
+  }
+
+  // The model over config_ (a test may change config_, reset model_ and backend_, and build again).
+  void Build() {
     InstanceOptions instance{&config_, config_.instances.front(), 0, 1};
     auto backend = CreateSimGenerationBackend(instance);
     ASSERT_TRUE(backend.ok()) << backend.status();
@@ -377,7 +382,12 @@ TEST_F(GenerationModelTest, APromptAtTheByteBoundIsTokenizedOffTheCallersThread)
 }
 
 TEST_F(GenerationModelTest, ACallCancelledAtOnceIsAnsweredOnceAsCancelled) {
-  for (int i = 0; i < 20; ++i) {
+  // 20 ms per sim step: a 200-token generation takes 4 s, so the Cancel() below always comes first.
+  model_.reset();
+  backend_.reset();
+  config_.sim = SimCostModel{20.0};
+  Build();
+  for (int i = 0; i < 10; ++i) {
     GenerationCall call;
     call.prompt = "Cancel me";
     call.max_tokens = 200;
