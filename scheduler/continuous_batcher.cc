@@ -64,16 +64,24 @@ class SlotPool {
   std::set<int> free_;
 };
 
-// One backend instance and its engine thread. `running`, `slots` and `sampler` belong to that thread alone (no
-// other thread reads them), whether or not it holds mu_ at the time.
+// One backend instance and its engine thread. `running`, `admitted` and `sampler` belong to that thread alone,
+// except while a backend call is in flight (`executing`, under mu_): then the watchdog may take `running` and
+// `admitted` (under mu_, setting `timed_out`), and the engine thread, once the call returns, checks `timed_out`
+// under mu_ before it touches them again. `slots` is used under mu_ only.
 struct Instance {
   Instance(GenerationBackend* b, int i, int num_slots) : backend(b), index(i), slots(num_slots) {}
   GenerationBackend* const backend;
   const int index;
   std::thread thread;
-  std::vector<SequencePtr> running;  // prefilled, holding a slot, with a token to feed
+  std::vector<SequencePtr> running;   // prefilled, holding a slot, with a token to feed
+  std::vector<SequencePtr> admitted;  // this iteration's, being prefilled (null: done with)
   SlotPool slots;
   Sampler sampler;
+  // Under the batcher's mu_:
+  bool executing = false;      // a Prefill/Decode call is in flight
+  absl::Time executing_since;  // when it started
+  std::string graph;           // what it runs, for the timeout's message
+  bool timed_out = false;      // the watchdog answered its sequences: out of rotation, the thread only exits
 };
 
 bool IsDeviceGone(const absl::Status& status) { return status.code() == absl::StatusCode::kUnavailable; }
@@ -87,8 +95,11 @@ class ContinuousBatcher::Impl {
         gen_(*options.model->generation),
         clock_(*options.clock),
         observer_(options.observer),
-        max_running_(MaxRunningPerInstance(gen_)) {
+        max_running_(MaxRunningPerInstance(gen_)),
+        execution_timeout_(gen_.execution_timeout_ms > 0 ? absl::Microseconds(gen_.execution_timeout_ms * 1000.0)
+                                                         : absl::InfiniteDuration()) {
     for (GenerationBackend* backend : options.instances) {
+      descriptions_.push_back(backend->Describe());
       instances_.push_back(
           std::make_unique<Instance>(backend, static_cast<int>(instances_.size()), gen_.kv_cache.slots));
     }
@@ -100,9 +111,16 @@ class ContinuousBatcher::Impl {
     for (auto& instance : instances_) {
       instance->thread = std::thread([this, in = instance.get()] { EngineLoop(*in); });
     }
+    if (execution_timeout_ != absl::InfiniteDuration()) watchdog_ = std::thread([this] { WatchdogLoop(); });
   }
 
-  ~Impl() { Stop(); }
+  // Waits for every engine thread, a hung one included (Stop does not: see StopOnce).
+  ~Impl() {
+    Stop();
+    for (auto& instance : instances_) {
+      if (instance->thread.joinable()) instance->thread.join();
+    }
+  }
 
   absl::StatusOr<SequenceId> Enqueue(GenerationRequest request) {
     if (absl::Status valid = CheckGenerationRequest(gen_, request); !valid.ok()) return valid;
@@ -169,15 +187,90 @@ class ContinuousBatcher::Impl {
       while (in_flight_ > 0) idle_cv_.Wait(&mu_);
       shutdown_ = true;
       work_cv_.SignalAll();
+      watchdog_cv_.SignalAll();
     }
-    for (auto& instance : instances_) instance->thread.join();
+    if (watchdog_.joinable()) watchdog_.join();
+    // An instance whose call timed out may never come back from its backend: Stop does not wait for it (its
+    // sequences were answered), the destructor does. sluice-server exits without destroying its models.
+    std::vector<bool> hung;
+    {
+      MutexLock lock(&mu_);
+      for (const auto& instance : instances_) hung.push_back(instance->timed_out);
+    }
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (!hung[i]) instances_[i]->thread.join();
+    }
+  }
+
+  // The watchdog: a Prefill/Decode call running longer than execution_timeout has its instance's sequences
+  // answered UNAVAILABLE now (retryable elsewhere) and the instance taken out of rotation for good, as a gone
+  // device is (a backend stuck in a device call cannot be interrupted; its thread is left to return or not).
+  void WatchdogLoop() {
+    MutexLock lock(&mu_);
+    while (!shutdown_) {
+      const absl::Time now = clock_.Now();
+      absl::Time next = absl::InfiniteFuture();
+      bool answered = false;
+      for (auto& instance : instances_) {
+        Instance& in = *instance;
+        if (!in.executing || in.timed_out) continue;
+        if (now < in.executing_since + execution_timeout_) {
+          next = std::min(next, in.executing_since + execution_timeout_);
+          continue;
+        }
+        TimeOutLocked(in, now);
+        answered = true;
+        break;  // mu_ was released: look again
+      }
+      if (!answered) clock_.WaitUntil(watchdog_cv_, mu_, next);
+    }
+  }
+
+  // REQUIRES: in's call is in flight and past the timeout. Releases mu_ while answering.
+  void TimeOutLocked(Instance& in, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    in.timed_out = true;
+    const absl::Status hung = absl::UnavailableError(absl::StrCat(
+        "model ", model_.name, ", ", in.graph, ", instance ", in.index, " (", descriptions_[in.index],
+        "): the call did not finish within execution_timeout_ms ", gen_.execution_timeout_ms,
+        "; the instance is out of rotation"));
+    std::vector<Outcome> ended;
+    for (std::vector<SequencePtr>* list : {&in.running, &in.admitted}) {
+      for (SequencePtr& seq : *list) {
+        if (seq != nullptr) ended.push_back({std::move(seq), FinishReason::kError, hung});
+      }
+      list->clear();
+    }
+    std::vector<Outcome> stranded = LeaveRotationLocked();
+    GenerationStepReport report;
+    report.instance = in.index;
+    report.prefill = in.graph.rfind("prefill", 0) == 0;
+    report.rows = static_cast<int>(ended.size());
+    report.compute = now - in.executing_since;
+    report.ok = false;
+    report.timed_out = true;
+    mu_.Unlock();
+    Report(report);
+    Finish(&in, ended);
+    Finish(nullptr, stranded);
+    mu_.Lock();
+  }
+
+  // One instance fewer; with none left, every waiting sequence (returned) is answered UNAVAILABLE.
+  std::vector<Outcome> LeaveRotationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Outcome> stranded;
+    --in_rotation_;
+    if (in_rotation_ == 0) {
+      for (SequencePtr& seq : waiting_) stranded.push_back({std::move(seq), FinishReason::kError, NoInstanceLeft()});
+      waiting_.clear();
+    }
+    work_cv_.SignalAll();
+    return stranded;
   }
 
   // One engine thread: iterations until shutdown, or until its device is gone.
   void EngineLoop(Instance& in) {
     while (true) {
       std::vector<Outcome> ended;
-      std::vector<SequencePtr> admitted;
       {
         MutexLock lock(&mu_);
         while (true) {
@@ -185,14 +278,17 @@ class ContinuousBatcher::Impl {
           TakeExpiredWaitingLocked(now, ended);
           TakeEndedRunningLocked(in, now, ended);
           if (shutdown_ && ended.empty()) return;  // shutdown_ follows in_flight_ == 0: nothing is left
-          admitted = AdmitLocked(in);
-          if (!ended.empty() || !admitted.empty() || !in.running.empty()) break;
+          in.admitted = AdmitLocked(in);
+          if (!ended.empty() || !in.admitted.empty() || !in.running.empty()) break;
           // A call-out under mu_, by design: the clock only reads time and waits on our condition variable.
           clock_.WaitUntil(work_cv_, mu_, EarliestWaitingDeadlineLocked());
         }
       }
       Finish(&in, ended);
-      if (!RunPrefills(in, admitted) || !RunDecodeStep(in)) {
+      const StepResult prefills = RunPrefills(in);
+      const StepResult step = prefills == StepResult::kOk ? RunDecodeStep(in) : prefills;
+      if (step == StepResult::kTimedOut) return;  // the watchdog answered everything this instance held
+      if (step == StepResult::kDeviceGone) {
         TakeOutOfRotation(in);
         return;
       }
@@ -265,42 +361,49 @@ class ContinuousBatcher::Impl {
     cancelled_.erase(seq.id);
   }
 
-  // Step 2's graphs: one prefill per admitted sequence, its first token sampled and delivered. False when the
-  // device is gone (the rest of `admitted` then joins in.running, to be failed with it).
-  bool RunPrefills(Instance& in, std::vector<SequencePtr>& admitted) {
-    for (size_t i = 0; i < admitted.size(); ++i) {
-      Sequence& seq = *admitted[i];
+  enum class StepResult { kOk, kDeviceGone, kTimedOut };
+
+  // Step 2's graphs: one prefill per admitted sequence (in.admitted), its first token sampled and delivered.
+  // kDeviceGone: the rest of in.admitted joins in.running, to be failed with it; kTimedOut: the watchdog took them.
+  StepResult RunPrefills(Instance& in) {
+    for (size_t i = 0; i < in.admitted.size(); ++i) {
+      Sequence& seq = *in.admitted[i];
       PrefillInput input{PrefillBucketFor(gen_, seq.prompt_length()), seq.slot, seq.request.prompt};
       const absl::Time start = clock_.Now();
       seq.queue_time = start - seq.enqueued;
+      bool timed_out = false;
       absl::StatusOr<Logits> logits = CallBackend(in, true, 1, input.bucket_length, 1,
-                                                  [&] { return in.backend->Prefill(input); });
+                                                  [&] { return in.backend->Prefill(input); }, timed_out);
+      if (timed_out) return StepResult::kTimedOut;
       const absl::Time end = clock_.Now();
       Report({in.index, true, 1, 1, input.bucket_length, seq.prompt_length(), end - start, logits.ok()});
       std::vector<Outcome> ended;
       if (!logits.ok()) {
         const bool gone = IsDeviceGone(logits.status());
-        ended.push_back({std::move(admitted[i]), FinishReason::kError, logits.status()});
+        ended.push_back({std::move(in.admitted[i]), FinishReason::kError, logits.status()});
         Finish(&in, ended);
         if (gone) {
-          for (size_t j = i + 1; j < admitted.size(); ++j) in.running.push_back(std::move(admitted[j]));
-          return false;
+          for (size_t j = i + 1; j < in.admitted.size(); ++j) in.running.push_back(std::move(in.admitted[j]));
+          in.admitted.clear();
+          return StepResult::kDeviceGone;
         }
         continue;
       }
       if (std::optional<FinishReason> reason = Deliver(in, seq, logits->row(0), end)) {
-        ended.push_back({std::move(admitted[i]), *reason, absl::OkStatus()});
+        ended.push_back({std::move(in.admitted[i]), *reason, absl::OkStatus()});
         Finish(&in, ended);
       } else {
-        in.running.push_back(std::move(admitted[i]));
+        in.running.push_back(std::move(in.admitted[i]));
       }
     }
-    return true;
+    in.admitted.clear();
+    return StepResult::kOk;
   }
 
   // Step 3: one decode step over every running sequence, in chunks of the largest batch bucket. A failed call
-  // fails its own rows only. False when the device is gone (unprocessed rows stay in in.running).
-  bool RunDecodeStep(Instance& in) {
+  // fails its own rows only. kDeviceGone: unprocessed rows stay in in.running; kTimedOut: the watchdog answered
+  // every row (a row that finished in an earlier chunk of this step included: it is answered UNAVAILABLE).
+  StepResult RunDecodeStep(Instance& in) {
     const size_t rows_total = in.running.size();
     std::vector<std::optional<Outcome>> verdicts(rows_total);
     bool gone = false;
@@ -317,8 +420,10 @@ class ContinuousBatcher::Impl {
       input.batch_size = DecodeBatchFor(gen_, rows);
       input.kv_length = KvLengthFor(gen_, max_position);
       const absl::Time start = clock_.Now();
+      bool timed_out = false;
       absl::StatusOr<Logits> logits = CallBackend(in, false, input.batch_size, input.kv_length, rows,
-                                                  [&] { return in.backend->Decode(input); });
+                                                  [&] { return in.backend->Decode(input); }, timed_out);
+      if (timed_out) return StepResult::kTimedOut;
       const absl::Time produced = clock_.Now();
       Report({in.index, false, input.batch_size, rows, input.kv_length, rows, produced - start, logits.ok()});
       gone = !logits.ok() && IsDeviceGone(logits.status());
@@ -343,7 +448,7 @@ class ContinuousBatcher::Impl {
     }
     in.running.erase(keep, in.running.end());
     Finish(&in, ended);
-    return !gone;
+    return gone ? StepResult::kDeviceGone : StepResult::kOk;
   }
 
   // Samples one token, delivers it, and says whether the sequence is done.
@@ -363,9 +468,20 @@ class ContinuousBatcher::Impl {
 
   // The backend call, with whatever goes wrong kept to this step: an exception or logits of the wrong shape
   // become Internal, and every error names the model, the graph and the instance (the backend's message follows).
+  // The call is watched (executing under mu_); `timed_out` set: the watchdog answered this instance's sequences
+  // while it ran, and the caller must not touch them (the result is dropped).
   template <typename Call>
-  absl::StatusOr<Logits> CallBackend(const Instance& in, bool prefill, int batch_size, int64_t length, int rows,
-                                     Call call) {
+  absl::StatusOr<Logits> CallBackend(Instance& in, bool prefill, int batch_size, int64_t length, int rows, Call call,
+                                     bool& timed_out) {
+    const std::string graph = prefill ? absl::StrCat("prefill (length ", length, ")")
+                                      : absl::StrCat("decode (batch ", batch_size, ", KV length ", length, ")");
+    {
+      MutexLock lock(&mu_);
+      in.executing = true;
+      in.executing_since = clock_.Now();
+      in.graph = graph;
+      watchdog_cv_.SignalAll();  // a new deadline
+    }
     absl::StatusOr<Logits> result = absl::InternalError("not run");
     try {
       result = call();
@@ -374,6 +490,12 @@ class ContinuousBatcher::Impl {
     } catch (...) {
       result = absl::InternalError("the backend threw a non-standard exception");
     }
+    {
+      MutexLock lock(&mu_);
+      in.executing = false;
+      timed_out = in.timed_out;
+    }
+    if (timed_out) return absl::UnavailableError("timed out");
     if (result.ok() && (result->rows != rows || result->vocab != gen_.vocab_size ||
                         result->values.size() != static_cast<size_t>(rows) * gen_.vocab_size)) {
       result = absl::InternalError(absl::StrCat("the backend returned ", result->rows, " x ", result->vocab,
@@ -381,17 +503,15 @@ class ContinuousBatcher::Impl {
                                                 " x ", gen_.vocab_size));
     }
     if (result.ok()) return result;
-    const std::string graph = prefill ? absl::StrCat("prefill (length ", length, ")")
-                                      : absl::StrCat("decode (batch ", batch_size, ", KV length ", length, ")");
     return absl::Status(result.status().code(),
                         absl::StrCat("model ", model_.name, ", ", graph, ", instance ", in.index, " (",
-                                     in.backend->Describe(), "): ", result.status().message()));
+                                     descriptions_[in.index], "): ", result.status().message()));
   }
 
   // The device is gone: fail what this instance holds, and with no instance left, everything waiting.
   void TakeOutOfRotation(Instance& in) {
     const absl::Status gone = absl::UnavailableError(
-        absl::StrCat("model ", model_.name, ", instance ", in.index, " (", in.backend->Describe(),
+        absl::StrCat("model ", model_.name, ", instance ", in.index, " (", descriptions_[in.index],
                      ") is out of service: its device failed"));
     std::vector<Outcome> ended;
     for (SequencePtr& seq : in.running) ended.push_back({std::move(seq), FinishReason::kError, gone});
@@ -399,12 +519,7 @@ class ContinuousBatcher::Impl {
     std::vector<Outcome> stranded;
     {
       MutexLock lock(&mu_);
-      --in_rotation_;
-      if (in_rotation_ == 0) {
-        for (SequencePtr& seq : waiting_) stranded.push_back({std::move(seq), FinishReason::kError, NoInstanceLeft()});
-        waiting_.clear();
-      }
-      work_cv_.SignalAll();
+      stranded = LeaveRotationLocked();
     }
     Finish(&in, ended);
     Finish(nullptr, stranded);
@@ -450,10 +565,13 @@ class ContinuousBatcher::Impl {
   const Clock& clock_;
   const GenerationStepObserver observer_;
   const int max_running_;  // per instance
+  const absl::Duration execution_timeout_;  // InfiniteDuration: no watchdog
+  std::vector<std::string> descriptions_;   // each instance's Describe(), taken once: never asked of a hung one
 
   mutable Mutex mu_;
   CondVar work_cv_;  // new, cancelled, stopping, an instance out
   CondVar idle_cv_;  // in_flight_ decreased
+  CondVar watchdog_cv_;  // a call started, shutting down
   std::deque<SequencePtr> waiting_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<SequenceId, int> running_on_ ABSL_GUARDED_BY(mu_);  // admitted sequence -> instance
   absl::flat_hash_set<SequenceId> cancelled_ ABSL_GUARDED_BY(mu_);        // admitted ones Cancel() asked to end
@@ -467,6 +585,7 @@ class ContinuousBatcher::Impl {
   std::once_flag stop_once_;
 
   std::vector<std::unique_ptr<Instance>> instances_;  // fixed after construction
+  std::thread watchdog_;                              // when execution_timeout is finite
 };
 
 absl::StatusOr<std::unique_ptr<ContinuousBatcher>> ContinuousBatcher::Create(const ContinuousBatcherOptions& options) {

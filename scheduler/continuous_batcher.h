@@ -15,9 +15,17 @@
 // iteration, so a newly admitted prompt delays every running sequence's next token by its prefill time; the
 // budget bounds that delay per iteration.
 //
-// Thread-safety: every public method is safe from any thread. Lock order: the batcher's mu_ only (a leaf; the
-// clock's own lock below it). Callbacks (on_token, on_done, the step observer) never run under mu_; they may
-// call Enqueue() and Cancel(), never Stop() or the destructor (which join the engine threads).
+// Watchdog: a Prefill/Decode call still running after generation.execution_timeout_ms (0: none) has every
+// sequence its instance holds answered UNAVAILABLE (naming the model, the graph and the instance) and the
+// instance leaves rotation for good, as when its device is gone; the step observer gets a report with timed_out.
+//
+// Threads: one engine thread per instance (it alone runs that instance's graphs and owns its running sequences,
+// see Instance in the .cc), and a watchdog thread when the timeout is set. Every public method is safe from any
+// thread. Lock order: the batcher's mu_ only (a leaf; the clock's own lock below it); mu_ is never held while a
+// graph runs. Callbacks (on_token, on_done, the step observer) never run under mu_; they run on an engine
+// thread, the watchdog thread (sequences of a timed-out call) or a Cancel() caller's thread (waiting sequences);
+// they may call Enqueue() and Cancel(), never Stop() or the destructor. Stop() joins every engine thread but a
+// timed-out one's (its backend may never return); the destructor waits for that one too.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +52,7 @@ struct GenerationStepReport {
   int64_t real_tokens = 0; // prefill: prompt tokens; decode: rows
   absl::Duration compute;
   bool ok = true;
+  bool timed_out = false;  // ran past execution_timeout_ms: its sequences answered, its instance out of rotation
 };
 using GenerationStepObserver = std::function<void(const GenerationStepReport&)>;
 
@@ -51,7 +60,7 @@ struct ContinuousBatcherOptions {
   const ModelConfig* model = nullptr;              // must outlive the batcher; model->generation is set
   std::vector<GenerationBackend*> instances;       // not owned; must outlive the batcher; at least one
   Clock* clock = &Clock::Real();
-  GenerationStepObserver observer;                 // optional; called on instance threads
+  GenerationStepObserver observer;                 // optional; called on engine threads (a timeout: the watchdog)
   uint64_t seed = 0x5eed;                          // the engine's generator, for requests without a seed
 };
 
@@ -81,8 +90,8 @@ class ContinuousBatcher {
   int Running() const;      // holding a slot
   int SlotsInUse() const;   // == Running(); kept apart for the metric's name
   int TotalSlots() const;   // max_num_seqs (bounded by kv_cache.slots) * instances
-  // Instances still running sequences. One whose backend answers Unavailable (its device is gone) is taken out
-  // for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
+  // Instances still running sequences. One whose backend answers Unavailable (its device is gone) or whose call
+  // ran past execution_timeout_ms is taken out for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
   // requests are answered UNAVAILABLE.
   int InstancesInRotation() const;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -124,7 +125,7 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
   SLUICE_RETURN_IF_ERROR(node.CheckKeys({"tokenizer", "vocab_size", "context_length", "kv_cache", "prefill_lengths",
                                          "decode_batch_sizes", "kv_lengths", "bos_token_id", "eos_token_id",
                                          "max_num_seqs", "prefill_token_budget", "max_queue_size",
-                                         "default_max_tokens", "chat_template"}));
+                                         "default_max_tokens", "chat_template", "execution_timeout_ms"}));
   GenerationOptions options;
   SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, TokenizerPath(node, model_dir));
   SLUICE_ASSIGN_OR_RETURN(int64_t vocab, RequiredBoundedInt(node, "vocab_size", 1, kMaxVocabSize));
@@ -157,6 +158,12 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
   if (auto value = node.Optional("max_queue_size")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t parsed, BoundedInt(*value, 1, std::numeric_limits<int>::max()));
     options.max_queue_size = static_cast<int>(parsed);
+  }
+  if (auto value = node.Optional("execution_timeout_ms")) {
+    SLUICE_ASSIGN_OR_RETURN(options.execution_timeout_ms, value->AsDouble());
+    if (!(std::isfinite(options.execution_timeout_ms) && options.execution_timeout_ms >= 0)) {
+      return value->Error("must be a finite number of milliseconds >= 0 (0: no execution timeout)");
+    }
   }
   if (auto value = node.Optional("default_max_tokens")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t parsed, BoundedInt(*value, 1, kMaxContextLength));

@@ -18,6 +18,8 @@
 //     prefill_token_budget: 1024          # prompt tokens admitted per engine iteration (>= largest prompt bucket)
 //     max_queue_size: 256                 # waiting sequences; more are refused RESOURCE_EXHAUSTED / 429
 //     default_max_tokens: 128             # when a request does not say
+//     execution_timeout_ms: 60000         # a prefill/decode call running longer: its sequences are answered
+//                                         # UNAVAILABLE and its instance leaves rotation (0: no watchdog)
 //     chat_template: {system: "<<SYS>> ", user: "User: ", assistant: "Assistant: ", separator: "\n"}
 //
 // The KV cache: two FP32 tensors (K and V) of shape [layers, slots + 1, context_length, kv_heads, head_dim],
@@ -65,6 +67,7 @@ struct GenerationOptions {
   int max_num_seqs = 0;
   int64_t prefill_token_budget = 0;
   int max_queue_size = 256;
+  double execution_timeout_ms = 60000;  // 0: none
   int default_max_tokens = 128;
   ChatTemplate chat_template;
 

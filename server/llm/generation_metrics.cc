@@ -21,6 +21,11 @@ GenerationMetrics::GenerationMetrics(const ModelConfig& config, ServerMetrics* m
     : config_(config), metrics_(metrics) {
   prometheus::Registry& r = metrics_->registry();
   const prometheus::Labels labels = {{"model", config.name}};
+  // The same series as the dynamic batcher's (server_metrics.cc), one per instance that ever timed out.
+  execution_timeouts_ = &BuildCounter().Name("sluice_execution_timeouts_total")
+                             .Help("Batches that ran past the model's execution_timeout_ms (the instance then leaves "
+                                   "rotation)")
+                             .Register(r);
   auto& requests = BuildCounter().Name("sluice_generation_requests_total")
                        .Help("Generation calls answered or refused, by outcome").Register(r);
   for (int i = 0; i < kNumOutcomes; ++i) {
@@ -90,6 +95,10 @@ void GenerationMetrics::RecordFinished(const absl::Status& status, absl::Duratio
 }
 
 void GenerationMetrics::RecordStep(const GenerationStepReport& step) {
+  if (step.timed_out) {
+    execution_timeouts_->Add({{"model", config_.name}, {"instance", std::to_string(step.instance)}}).Increment();
+    return;
+  }
   const double seconds = absl::ToDoubleSeconds(step.compute);
   if (step.prefill) {
     prefill_seconds_->Observe(seconds);

@@ -9,6 +9,7 @@
 //   sluice_generation_prompt_tokens_total{model}, sluice_generation_output_tokens_total{model}
 //   sluice_generation_step_seconds{model,step}              one prefill graph / one decode step
 //   sluice_generation_decode_rows_total{model}, sluice_generation_decode_padded_rows_total{model}
+//   sluice_execution_timeouts_total{model,instance}        calls past generation.execution_timeout_ms
 //   sluice_generation_running{model}, sluice_generation_waiting{model}, sluice_generation_kv_slots_in_use{model},
 //   sluice_generation_kv_slots{model}                      live engine state, read at every /metrics render
 //   sluice_generation_prompt_tokens_per_dollar{model}, sluice_generation_output_tokens_per_dollar{model}
@@ -55,6 +56,7 @@ class GenerationMetrics {
   ServerMetrics* const metrics_;
   const ContinuousBatcher* engine_ = nullptr;
   prometheus::Counter* requests_[kNumOutcomes] = {};
+  prometheus::Family<prometheus::Counter>* execution_timeouts_ = nullptr;  // Add() is thread-safe
   prometheus::Histogram* ttft_ = nullptr;
   prometheus::Histogram* itl_ = nullptr;
   prometheus::Histogram* e2e_ = nullptr;

@@ -1,8 +1,11 @@
 #include "server/llm/generation_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
 #include "server/llm/generation_metrics.h"
@@ -13,6 +16,7 @@ namespace sluice {
 namespace {
 
 constexpr size_t kMaxStopStrings = 4;
+constexpr char kFieldPayload[] = "type.sluice/request-field";
 
 // The state of one accepted call, shared by the engine's two callbacks. The engine calls on_token in order and
 // on_done last, never concurrently (generation_request.h), so it needs no lock.
@@ -92,7 +96,48 @@ const std::string* RolePrefix(const ChatTemplate& chat, const std::string& role)
   return nullptr;
 }
 
+GenerationSummary Refusal(const absl::Status& status) {
+  GenerationSummary summary;
+  summary.status = status;
+  summary.finish = absl::IsCancelled(status) ? FinishReason::kCancelled : FinishReason::kError;
+  return summary;
+}
+
 }  // namespace
+
+absl::Status WithRequestField(absl::Status status, absl::string_view field) {
+  if (!field.empty()) status.SetPayload(kFieldPayload, absl::Cord(field));
+  return status;
+}
+
+std::string RequestField(const absl::Status& status) {
+  absl::optional<absl::Cord> field = status.GetPayload(kFieldPayload);
+  return field ? std::string(*field) : std::string();
+}
+
+void GenerationTicket::Cancel() {
+  ContinuousBatcher* batcher = nullptr;
+  SequenceId id = 0;
+  {
+    MutexLock lock(&mu_);
+    cancelled_ = true;
+    batcher = batcher_;
+    id = id_;
+  }
+  if (batcher != nullptr) batcher->Cancel(id);  // may call OnDone on this thread: no lock held
+}
+
+bool GenerationTicket::cancelled() {
+  MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+bool GenerationTicket::Enqueued(ContinuousBatcher* batcher, SequenceId id) {
+  MutexLock lock(&mu_);
+  batcher_ = batcher;
+  id_ = id;
+  return cancelled_;
+}
 
 absl::StatusOr<std::unique_ptr<GenerationModel>> GenerationModel::Create(const GenerationModelOptions& options) {
   const ModelConfig& config = *options.config;
@@ -109,6 +154,15 @@ absl::StatusOr<std::unique_ptr<GenerationModel>> GenerationModel::Create(const G
         "model ", config.name, ": its tokenizer has ", model->tokenizer_->vocab_size(),
         " pieces, more than the model's vocab_size ", config.generation->vocab_size));
   }
+  // The byte bound. Every token of a tokenized prompt covers at most as many input bytes as its piece has: with
+  // the normalisation sluice's tokenizers use (identity, whitespace kept, byte fallback; backend/compile/
+  // llm_tokenizer.py) input bytes map one to one onto piece bytes, except that a space becomes the 3-byte
+  // U+2581 (a piece covers fewer input bytes than its length) and a byte-fallback piece "<0xAB>" covers one byte.
+  // So a text longer than longest piece x the largest prompt bucket cannot fit, and is refused without tokenizing.
+  // (A normaliser that deletes input, e.g. collapsing runs of spaces, would break this; none is used.)
+  model->max_prompt_bytes_ = static_cast<int64_t>(std::max(1, model->tokenizer_->max_piece_bytes())) *
+                             config.generation->max_prompt_length();
+  model->prep_ = std::make_unique<PrepQueue>(std::max(1, config.generation->max_queue_size));
   if (options.metrics != nullptr) {
     model->owned_metrics_ = std::make_unique<GenerationMetrics>(config, options.metrics);
     model->metrics_ = model->owned_metrics_.get();
@@ -126,33 +180,80 @@ absl::StatusOr<std::unique_ptr<GenerationModel>> GenerationModel::Create(const G
 }
 
 GenerationModel::~GenerationModel() {
+  if (prep_) prep_->WaitIdle();  // jobs being prepared use the engine, the tokenizer and the metrics
   if (engine_) engine_->Stop();
 }
 
 bool GenerationModel::ready() const { return state_->ready() && engine_->InstancesInRotation() > 0; }
 
-void GenerationModel::Stop() { engine_->Stop(); }
+void GenerationModel::Stop() {
+  prep_->WaitIdle();  // what is being prepared is enqueued (or refused) first, then drained with the rest
+  engine_->Stop();
+}
 
-absl::StatusOr<std::vector<int32_t>> GenerationModel::PromptIds(const GenerationCall& call) const {
+void GenerationModel::Refuse(const absl::Status& status, GenerationSink& sink) {
+  if (metrics_ != nullptr) metrics_->RecordRefused(status);
+  sink.OnDone(Refusal(status));
+}
+
+absl::Status GenerationModel::CheckSizes(const GenerationCall& call) const {
   const GenerationOptions& options = *config_->generation;
   const int inputs = call.prompt.has_value() + call.prompt_ids.has_value() + call.messages.has_value();
   if (inputs != 1) {
-    return absl::InvalidArgumentError(inputs == 0 ? "the request has no prompt (or messages)"
-                                                  : "give exactly one of prompt, prompt token ids or messages");
+    return WithRequestField(absl::InvalidArgumentError(inputs == 0
+                                                           ? "the request has no prompt (or messages)"
+                                                           : "give exactly one of prompt, prompt token ids or messages"),
+                            call.messages ? "messages" : "prompt");
   }
+  if (call.prompt_ids && static_cast<int64_t>(call.prompt_ids->size()) > options.max_prompt_length()) {
+    return WithRequestField(
+        absl::InvalidArgumentError(absl::StrCat("the prompt is ", call.prompt_ids->size(), " tokens; model ",
+                                                config_->name, " takes prompts of at most ",
+                                                options.max_prompt_length(), " tokens")),
+        "prompt");
+  }
+  int64_t bytes = call.prompt ? static_cast<int64_t>(call.prompt->size()) : 0;
+  if (call.messages) {  // the rendered text's length, exactly (an unknown role is refused when rendering)
+    const ChatTemplate& chat = options.chat_template;
+    bytes = static_cast<int64_t>(chat.assistant.size());
+    for (const ChatMessage& message : *call.messages) {
+      const std::string* prefix = RolePrefix(chat, message.role);
+      bytes += static_cast<int64_t>((prefix ? prefix->size() : 0) + message.content.size() + chat.separator.size());
+    }
+  }
+  if (bytes > max_prompt_bytes_) {
+    return WithRequestField(
+        absl::InvalidArgumentError(absl::StrCat(
+            "the prompt is ", bytes, " bytes; model ", config_->name, " takes prompts of at most ",
+            max_prompt_bytes_, " bytes (", options.max_prompt_length(), " tokens of at most ",
+            tokenizer_->max_piece_bytes(), " bytes each); a longer text cannot fit its largest prompt bucket")),
+        call.messages ? "messages" : "prompt");
+  }
+  if (call.stop.size() > kMaxStopStrings) {
+    return WithRequestField(absl::InvalidArgumentError(absl::StrCat("at most ", kMaxStopStrings,
+                                                                    " stop strings are allowed (got ",
+                                                                    call.stop.size(), ")")),
+                            "stop");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> GenerationModel::PromptIds(const GenerationCall& call) const {
+  const GenerationOptions& options = *config_->generation;
   if (call.prompt_ids) return *call.prompt_ids;
   std::string text;
   if (call.prompt) {
     text = *call.prompt;
   } else {
-    if (call.messages->empty()) return absl::InvalidArgumentError("messages is empty");
+    if (call.messages->empty()) return WithRequestField(absl::InvalidArgumentError("messages is empty"), "messages");
     const ChatTemplate& chat = options.chat_template;
     for (size_t i = 0; i < call.messages->size(); ++i) {
       const ChatMessage& message = (*call.messages)[i];
       const std::string* prefix = RolePrefix(chat, message.role);
       if (prefix == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role '", message.role,
-                                                       "' is not one of system, user, assistant"));
+        return WithRequestField(absl::InvalidArgumentError(absl::StrCat(
+                                    "messages[", i, "].role '", message.role, "' is not one of system, user, assistant")),
+                                "messages");
       }
       absl::StrAppend(&text, *prefix, message.content, chat.separator);
     }
@@ -168,62 +269,96 @@ absl::StatusOr<std::vector<int32_t>> GenerationModel::PromptIds(const Generation
 absl::Status GenerationModel::CheckCall(const GenerationCall& call, const std::vector<int32_t>& prompt,
                                         int& max_tokens) const {
   const GenerationOptions& options = *config_->generation;
-  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  const auto bad = [](absl::string_view field, std::string message) {
+    return WithRequestField(absl::InvalidArgumentError(message), field);
+  };
+  if (prompt.empty()) return bad("prompt", "the prompt is empty");
   const int64_t prompt_length = static_cast<int64_t>(prompt.size());
   if (prompt_length > options.max_prompt_length()) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt_length, " tokens; model ", config_->name,
-                                                   " takes prompts of at most ", options.max_prompt_length(),
-                                                   " tokens"));
+    return bad(call.messages ? "messages" : "prompt",
+               absl::StrCat("the prompt is ", prompt_length, " tokens; model ", config_->name,
+                            " takes prompts of at most ", options.max_prompt_length(), " tokens"));
+  }
+  if (call.prompt_ids) {
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      if (prompt[i] < 0 || prompt[i] >= options.vocab_size) {
+        return bad("prompt", absl::StrCat("prompt token ", i, " is id ", prompt[i], ", outside model ", config_->name,
+                                          "'s vocabulary [0, ", options.vocab_size, ")"));
+      }
+    }
   }
   const int64_t room = options.context_length - prompt_length;
   if (call.max_tokens) {
     if (*call.max_tokens < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("max_tokens must be at least 1 (got ", *call.max_tokens, ")"));
+      return bad("max_tokens", absl::StrCat("max_tokens must be at least 1 (got ", *call.max_tokens, ")"));
     }
     if (*call.max_tokens > room) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the prompt (", prompt_length, " tokens) plus max_tokens (", *call.max_tokens, ") exceeds model ",
-          config_->name, "'s context of ", options.context_length, " tokens"));
+      return bad("max_tokens", absl::StrCat("the prompt (", prompt_length, " tokens) plus max_tokens (",
+                                            *call.max_tokens, ") exceeds model ", config_->name, "'s context of ",
+                                            options.context_length, " tokens"));
     }
-    max_tokens = *call.max_tokens;
+    max_tokens = static_cast<int>(*call.max_tokens);
   } else {
     if (room < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("the prompt (", prompt_length, " tokens) fills model ",
-                                                     config_->name, "'s context of ", options.context_length,
-                                                     " tokens"));
+      return bad("prompt", absl::StrCat("the prompt (", prompt_length, " tokens) fills model ", config_->name,
+                                        "'s context of ", options.context_length, " tokens"));
     }
     max_tokens = static_cast<int>(std::min<int64_t>(options.default_max_tokens, room));
   }
-  if (call.stop.size() > kMaxStopStrings) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("at most ", kMaxStopStrings, " stop strings are allowed (got ", call.stop.size(), ")"));
+  const SamplingParams& s = call.sampling;
+  if (!std::isfinite(s.temperature) || s.temperature < 0.0f) {
+    return bad("temperature",
+               absl::StrCat("temperature is ", s.temperature, "; it must be a finite number >= 0 (0: greedy)"));
   }
+  if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) {  // also refuses NaN
+    return bad("top_p", absl::StrCat("top_p is ", s.top_p, "; it must be in (0, 1]"));
+  }
+  if (s.top_k < 0) return bad("top_k", absl::StrCat("top_k is ", s.top_k, "; it must be >= 0 (0: no limit)"));
   for (const std::string& stop : call.stop) {
-    if (stop.empty()) return absl::InvalidArgumentError("a stop string must not be empty");
+    if (stop.empty()) return bad("stop", "a stop string must not be empty");
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<GenerationHandle> GenerationModel::Generate(GenerationCall call,
-                                                           std::shared_ptr<GenerationSink> sink) {
-  absl::Status refused;
-  if (!state_->ready()) {
+GenerationHandle GenerationModel::Generate(absl::StatusOr<GenerationCall> call,
+                                           std::shared_ptr<GenerationSink> sink) {
+  absl::Status refused = call.status();
+  if (refused.ok() && !state_->ready()) {
     refused = absl::UnavailableError(state_->draining() ? "the server is draining; not accepting new requests"
                                                         : "the server is loading its models; not ready yet");
   }
-  absl::StatusOr<std::vector<int32_t>> prompt = refused.ok() ? PromptIds(call) : refused;
-  int max_tokens = 0;
-  if (prompt.ok()) refused = CheckCall(call, *prompt, max_tokens);
-  if (!prompt.ok()) refused = prompt.status();
+  if (refused.ok()) refused = CheckSizes(*call);
   if (!refused.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRefused(refused);
-    return refused;
+    Refuse(refused, *sink);
+    return GenerationHandle();
   }
+  auto ticket = std::make_shared<GenerationTicket>();
+  auto job = [this, call = std::make_shared<GenerationCall>(*std::move(call)), sink, ticket] {
+    Prepare(*call, sink, *ticket);
+  };
+  if (!prep_->TrySubmit(std::move(job))) {
+    Refuse(absl::ResourceExhaustedError(absl::StrCat("model ", config_->name, " has ",
+                                                     config_->generation->max_queue_size,
+                                                     " prompts being tokenized (max_queue_size); try again")),
+           *sink);
+    return GenerationHandle();
+  }
+  return GenerationHandle(std::move(ticket));
+}
+
+void GenerationModel::Prepare(GenerationCall& call, const std::shared_ptr<GenerationSink>& sink,
+                              GenerationTicket& ticket) {
+  if (ticket.cancelled()) return Refuse(absl::CancelledError("the client went away before generation began"), *sink);
+  absl::StatusOr<std::vector<int32_t>> prompt = PromptIds(call);
+  int max_tokens = 0;
+  absl::Status refused = prompt.status();
+  if (refused.ok()) refused = CheckCall(call, *prompt, max_tokens);
+  if (!refused.ok()) return Refuse(refused, *sink);
   std::string echo_text;
-  if (call.echo && call.prompt) echo_text = *call.prompt;
+  if (call.echo && call.prompt) echo_text = std::move(*call.prompt);
   const int prompt_tokens = static_cast<int>(prompt->size());
-  auto state = std::make_shared<CallState>(tokenizer_.get(), std::move(sink), std::move(call.stop),
-                                           std::move(echo_text), prompt_tokens, metrics_, clock_);
+  auto state = std::make_shared<CallState>(tokenizer_.get(), sink, std::move(call.stop), std::move(echo_text),
+                                           prompt_tokens, metrics_, clock_);
   GenerationRequest request;
   request.prompt = *std::move(prompt);
   request.max_tokens = max_tokens;
@@ -233,11 +368,8 @@ absl::StatusOr<GenerationHandle> GenerationModel::Generate(GenerationCall call,
   request.on_token = [state](const GeneratedToken& token) { return state->OnToken(token); };
   request.on_done = [state](GenerationResult result) { state->OnDone(std::move(result)); };
   absl::StatusOr<SequenceId> id = engine_->Enqueue(std::move(request));
-  if (!id.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRefused(id.status());
-    return id.status();
-  }
-  return GenerationHandle(engine_.get(), *id);
+  if (!id.ok()) return Refuse(id.status(), *sink);
+  if (ticket.Enqueued(engine_.get(), *id)) engine_->Cancel(*id);  // the client went while it was prepared
 }
 
 }  // namespace sluice

@@ -1,12 +1,18 @@
 // One served text-generation model: its tokenizer, its ContinuousBatcher, its metrics, and the one entry point
 // every generation front end calls (OpenAI completions/chat over HTTP, Triton's ModelStreamInfer over gRPC):
-// GenerationModel::Generate — draining check, prompt building (chat template), tokenizing, limits and parameter
-// validation, stop strings, incremental detokenizing, accounting, exactly-once completion. Front ends only decode
-// their wire format into a GenerationCall and encode the deltas and the summary.
+// GenerationModel::Generate — draining check, size limits, prompt building (chat template), tokenizing, limits and
+// parameter validation, stop strings, incremental detokenizing, accounting, exactly-once completion. Front ends
+// only decode their wire format into a GenerationCall and encode the deltas and the summary.
+//
+// Bounded work before limits: Generate itself does only what is independent of the input's size (readiness, byte
+// and count limits) on the caller's thread, which is an I/O thread (HTTP event loop, gRPC callback). The chat
+// template, tokenizing and the limits on token ids run on the prep arena (prep_queue.h), at most
+// generation.max_queue_size calls per model at once; the rest are refused (ResourceExhausted).
 //
 // Thread-safety: Generate() and the accessors are safe from any thread; the object is immutable after Create.
-// Sink callbacks run on an engine thread (OnDone also on a Cancel() caller's thread) with no lock of ours held,
-// one at a time per call, OnDelta calls in order, OnDone last and exactly once.
+// Sink callbacks run with no lock of ours held, one at a time per call, OnDelta calls in order, OnDone last and
+// exactly once: on Generate's caller thread for a refusal made there, on a prep-arena thread for one made while
+// preparing, otherwise on an engine thread (or a Cancel() caller's thread).
 #pragma once
 
 #include <atomic>
@@ -17,11 +23,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "backend/base/model_config.h"
 #include "backend/generation_backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/continuous_batcher.h"
 #include "scheduler/generation_request.h"
+#include "scheduler/sync.h"
+#include "server/llm/prep_queue.h"
 #include "server/llm/tokenizer.h"
 
 namespace sluice {
@@ -40,7 +49,7 @@ struct GenerationCall {
   std::optional<std::string> prompt;               // plain text (BOS added)
   std::optional<std::vector<int32_t>> prompt_ids;  // token ids as given (no BOS added)
   std::optional<std::vector<ChatMessage>> messages;  // chat: rendered with the model's chat template (BOS added)
-  std::optional<int> max_tokens;                   // absent: the model's default_max_tokens, cut to the context
+  std::optional<int64_t> max_tokens;               // absent: the model's default_max_tokens, cut to the context
   SamplingParams sampling;
   std::vector<std::string> stop;                   // stop strings (not included in the output), at most 4
   bool ignore_eos = false;
@@ -71,20 +80,42 @@ class GenerationSink {
   virtual void OnDone(const GenerationSummary& summary) = 0;
 };
 
-// Withdraws an accepted call (client gone): its slot is freed and OnDone is called (CANCELLED). Empty when the
-// call was refused. Safe to call more than once and after the call finished.
+// The request field an error is about ("max_tokens", "prompt", "messages", "temperature", "top_p", "top_k", "stop"),
+// attached to a refusal as a payload, so that a front end can name it (OpenAI's error "param"); "" when none.
+absl::Status WithRequestField(absl::Status status, absl::string_view field);
+std::string RequestField(const absl::Status& status);
+
+// One call between Generate and its end: still being prepared, or a sequence of the engine. Shared by the handle
+// and the preparing job. Thread-safety: every method is safe from any thread.
+class GenerationTicket {
+ public:
+  // The client is gone: a call still being prepared is answered CANCELLED by its job; an enqueued one is cancelled
+  // in the engine now.
+  void Cancel();
+  bool cancelled();
+  // The job enqueued the call as `id`. Returns whether Cancel() came first (the caller then cancels `id`).
+  bool Enqueued(ContinuousBatcher* batcher, SequenceId id);
+
+ private:
+  Mutex mu_;
+  ContinuousBatcher* batcher_ ABSL_GUARDED_BY(mu_) = nullptr;
+  SequenceId id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Withdraws a call (client gone): its slot is freed and OnDone is called (CANCELLED), if it has not been already.
+// Empty when the call was refused by Generate. Safe to call more than once and after the call finished.
 class GenerationHandle {
  public:
   GenerationHandle() = default;
-  GenerationHandle(ContinuousBatcher* batcher, SequenceId id) : batcher_(batcher), id_(id) {}
+  explicit GenerationHandle(std::shared_ptr<GenerationTicket> ticket) : ticket_(std::move(ticket)) {}
   void Cancel() const {
-    if (batcher_ != nullptr) batcher_->Cancel(id_);
+    if (ticket_ != nullptr) ticket_->Cancel();
   }
-  bool accepted() const { return batcher_ != nullptr; }
+  bool accepted() const { return ticket_ != nullptr; }
 
  private:
-  ContinuousBatcher* batcher_ = nullptr;
-  SequenceId id_ = 0;
+  std::shared_ptr<GenerationTicket> ticket_;
 };
 
 struct GenerationModelOptions {
@@ -103,12 +134,18 @@ class GenerationModel {
   GenerationModel& operator=(const GenerationModel&) = delete;
   ~GenerationModel();
 
-  // The one request path. OK: accepted, the sink gets its deltas and exactly one OnDone. An error: refused now
-  // (counted here), the sink is never called: Unavailable (draining or not ready), InvalidArgument (no or two
-  // inputs, empty prompt, prompt over the largest prompt bucket, prompt + max_tokens over the context, bad
-  // sampling values, too many stop strings, token ids out of range), ResourceExhausted (waiting queue full).
-  absl::StatusOr<GenerationHandle> Generate(GenerationCall call, std::shared_ptr<GenerationSink> sink);
+  // The one request path, with ServedModel::Infer's contract: `call` is what the front end decoded, or why its
+  // wire message could not be decoded; `sink` gets its deltas and OnDone exactly once, refusals included, each
+  // counted once in the metrics here. Refusals: the decode error as given; Unavailable (draining or not ready);
+  // InvalidArgument (no or two inputs, a prompt over max_prompt_bytes() or, tokenized, over the largest prompt
+  // bucket, prompt + max_tokens over the context, bad sampling values, too many stop strings, token ids out of
+  // range); ResourceExhausted (too many calls being prepared, waiting queue full). The handle is empty when the
+  // call was refused on this thread.
+  GenerationHandle Generate(absl::StatusOr<GenerationCall> call, std::shared_ptr<GenerationSink> sink);
 
+  // The longest prompt text (bytes, chat template included) that could still fit the largest prompt bucket; a
+  // longer one is refused before any tokenizing (see the derivation in Create).
+  int64_t max_prompt_bytes() const { return max_prompt_bytes_; }
   const ModelConfig& config() const { return *config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   ContinuousBatcher& engine() { return *engine_; }
@@ -119,6 +156,12 @@ class GenerationModel {
 
  private:
   GenerationModel() = default;
+  // Refuses the call (counted) through its sink.
+  void Refuse(const absl::Status& status, GenerationSink& sink);
+  // Checks that take no time proportional to the input: inputs present, text bytes, id count, stop strings.
+  absl::Status CheckSizes(const GenerationCall& call) const;
+  // The prep-arena half of Generate: prompt ids, limits, enqueue (or the refusal through the sink).
+  void Prepare(GenerationCall& call, const std::shared_ptr<GenerationSink>& sink, GenerationTicket& ticket);
   // The call's prompt as token ids (chat template applied, BOS added to text), or why it has none.
   absl::StatusOr<std::vector<int32_t>> PromptIds(const GenerationCall& call) const;
   // Limits the engine would also refuse, checked here to name them in the caller's terms; sets max_tokens (the
@@ -130,6 +173,8 @@ class GenerationModel {
   Clock* clock_ = nullptr;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ContinuousBatcher> engine_;
+  int64_t max_prompt_bytes_ = 0;
+  std::unique_ptr<PrepQueue> prep_;  // destroyed first: waits for the jobs that use the rest
   std::unique_ptr<GenerationMetrics> owned_metrics_;
   GenerationMetrics* metrics_ = nullptr;  // owned_metrics_, or null without metrics
 };

@@ -24,12 +24,8 @@ namespace {
 using Json = rapidjson::Value;
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-constexpr char kParamPayload[] = "type.sluice/openai-param";
-
 absl::Status Bad(absl::string_view param, absl::string_view message) {
-  absl::Status status = absl::InvalidArgumentError(message);
-  status.SetPayload(kParamPayload, absl::Cord(param));
-  return status;
+  return WithRequestField(absl::InvalidArgumentError(message), param);
 }
 
 // The member, or null when it is absent or JSON null (clients send null for "not given").
@@ -64,13 +60,14 @@ bool DeeperThan(const Json& root, int limit) {
   return false;
 }
 
-absl::Status ReadInt(const Json& doc, const char* key, std::optional<int>& out) {
+absl::Status ReadInt(const Json& doc, const char* key, std::optional<int64_t>& out) {
   const Json* v = Member(doc, key);
   if (v == nullptr) return absl::OkStatus();
+  if (v->IsUint64() && !v->IsInt64()) {
+    return Bad(key, absl::StrCat("'", key, "' is ", v->GetUint64(), ", out of range"));
+  }
   if (!v->IsInt64()) return Bad(key, absl::StrCat("'", key, "' must be an integer"));
-  // Out of int's range: clamped, so that the one range check (GenerationModel) names the limit.
-  const int64_t value = v->GetInt64();
-  out = static_cast<int>(std::clamp<int64_t>(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+  out = v->GetInt64();  // as given: the one range check (GenerationModel) reports the real value and the limit
   return absl::OkStatus();
 }
 
@@ -145,8 +142,7 @@ absl::Status RefuseUnsupported(const Json& doc) {
 }
 
 // The sampling fields both endpoints share.
-absl::Status ReadSampling(const Json& doc, OpenAiRequest& request) {
-  GenerationCall& call = request.call;
+absl::Status ReadSampling(const Json& doc, GenerationCall& call, OpenAiRequest& request) {
   call.sampling.temperature = 1.0f;  // OpenAI's defaults
   call.sampling.top_p = 1.0f;
   if (absl::Status s = ReadFloat(doc, "temperature", call.sampling.temperature); !s.ok()) return s;
@@ -185,6 +181,12 @@ absl::Status ReadPrompt(const Json& doc, GenerationCall& call) {
   std::vector<int32_t> ids;
   for (const Json& id : prompt->GetArray()) {
     if (id.IsString() || id.IsArray()) return Bad("prompt", "batched prompts are not supported");
+    if ((id.IsInt64() || id.IsUint64()) && !id.IsInt()) {
+      return Bad("prompt", absl::StrCat("'prompt' token id ", id.IsInt64() ? absl::StrCat(id.GetInt64())
+                                                                             : absl::StrCat(id.GetUint64()),
+                                        " (index ", ids.size(), ") is out of range (token ids are vocabulary "
+                                        "indices, far below 2^31)"));
+    }
     if (!id.IsInt()) return Bad("prompt", "'prompt' token ids must be integers");
     ids.push_back(id.GetInt());
   }
@@ -246,7 +248,39 @@ void Usage(Writer& w, const GenerationSummary& summary) {
   w.EndObject();
 }
 
-void String(Writer& w, absl::string_view text) { w.String(text.data(), static_cast<rapidjson::SizeType>(text.size())); }
+// Every string goes out as valid UTF-8 (a raw echo prompt, a model name or role in a message may not be).
+void String(Writer& w, absl::string_view text) {
+  const std::string valid = ValidUtf8(text);
+  w.String(valid.data(), static_cast<rapidjson::SizeType>(valid.size()));
+}
+
+// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no overlongs, surrogates or > U+10FFFF),
+// or 0.
+size_t Utf8SequenceLength(absl::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    n = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    n = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    n = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return n;
+}
 
 bool IsChat(const OpenAiResponseHead& head) { return head.endpoint == OpenAiEndpoint::kChat; }
 
@@ -308,6 +342,22 @@ std::string Chunk(const OpenAiResponseHead& head, const char* role, std::optiona
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+// Everything but the model: the call and the response options.
+absl::StatusOr<GenerationCall> DecodeCall(OpenAiEndpoint endpoint, const Json& doc, OpenAiRequest& request) {
+  GenerationCall call;
+  if (absl::Status s = ReadSampling(doc, call, request); !s.ok()) return s;
+  if (endpoint == OpenAiEndpoint::kCompletions) {
+    if (absl::Status s = ReadInt(doc, "max_tokens", call.max_tokens); !s.ok()) return s;
+    if (absl::Status s = ReadBool(doc, "echo", call.echo); !s.ok()) return s;
+    if (absl::Status s = ReadPrompt(doc, call); !s.ok()) return s;
+  } else {
+    if (absl::Status s = ReadInt(doc, "max_tokens", call.max_tokens); !s.ok()) return s;
+    if (absl::Status s = ReadInt(doc, "max_completion_tokens", call.max_tokens); !s.ok()) return s;
+    if (absl::Status s = ReadMessages(doc, call); !s.ok()) return s;
+  }
+  return call;
+}
+
 }  // namespace
 
 absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body) {
@@ -326,23 +376,26 @@ absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl:
   const Json* model = Member(doc, "model");
   if (model == nullptr || !model->IsString()) return Bad("model", "'model' (string) is required");
   request.model.assign(model->GetString(), model->GetStringLength());
-  if (absl::Status s = ReadSampling(doc, request); !s.ok()) return s;
-  GenerationCall& call = request.call;
-  if (endpoint == OpenAiEndpoint::kCompletions) {
-    if (absl::Status s = ReadInt(doc, "max_tokens", call.max_tokens); !s.ok()) return s;
-    if (absl::Status s = ReadBool(doc, "echo", call.echo); !s.ok()) return s;
-    if (absl::Status s = ReadPrompt(doc, call); !s.ok()) return s;
-  } else {
-    if (absl::Status s = ReadInt(doc, "max_tokens", call.max_tokens); !s.ok()) return s;
-    if (absl::Status s = ReadInt(doc, "max_completion_tokens", call.max_tokens); !s.ok()) return s;
-    if (absl::Status s = ReadMessages(doc, call); !s.ok()) return s;
-  }
+  request.call = DecodeCall(endpoint, doc, request);
   return request;
 }
 
-std::string OpenAiErrorParam(const absl::Status& status) {
-  absl::optional<absl::Cord> param = status.GetPayload(kParamPayload);
-  return param ? std::string(*param) : std::string();
+std::string OpenAiErrorParam(const absl::Status& status) { return RequestField(status); }
+
+std::string ValidUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t n = Utf8SequenceLength(text);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for one bad byte
+      text.remove_prefix(1);
+    } else {
+      out.append(text.data(), n);
+      text.remove_prefix(n);
+    }
+  }
+  return out;
 }
 
 OpenAiResponseHead NewOpenAiResponseHead(OpenAiEndpoint endpoint, std::string model) {

@@ -23,21 +23,26 @@ namespace sluice {
 
 enum class OpenAiEndpoint { kCompletions, kChat };
 
-// A decoded request: the model it names, the call for GenerationModel::Generate and the response options.
+// A decoded request: the model it names, the call for GenerationModel::Generate (or why the body says no valid
+// call: the model then counts and answers the refusal) and the response options.
 struct OpenAiRequest {
   OpenAiEndpoint endpoint = OpenAiEndpoint::kCompletions;
   std::string model;
-  GenerationCall call;
+  absl::StatusOr<GenerationCall> call;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
 };
 
-// InvalidArgument naming the field; the field is also attached for the error's "param" (OpenAiErrorParam).
-// Sampling defaults are OpenAI's: temperature 1, top_p 1 (top_k 0: all, an extension as in vLLM).
+// An error only when the body names no model (malformed JSON, not an object, too deep, no "model"); any other
+// problem is in `call`. Errors are InvalidArgument naming the field; the field is also attached for the error's
+// "param" (WithRequestField). Sampling defaults are OpenAI's: temperature 1, top_p 1 (top_k 0: all, as in vLLM).
 absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body);
 
-// The request field an error names (set by DecodeOpenAiRequest), or "".
+// The request field an error names (RequestField: set by DecodeOpenAiRequest or GenerationModel), or "".
 std::string OpenAiErrorParam(const absl::Status& status);
+
+// `text` with every invalid UTF-8 sequence replaced by U+FFFD, so that JSON written from it is valid.
+std::string ValidUtf8(absl::string_view text);
 
 // What every response and chunk of one request repeats.
 struct OpenAiResponseHead {

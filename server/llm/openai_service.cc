@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
+#include "scheduler/sync.h"
 
 namespace sluice {
 namespace {
@@ -22,11 +22,11 @@ class OpenAiSink : public GenerationSink {
   OpenAiSink(std::shared_ptr<HttpExchange> exchange, OpenAiResponseHead head)
       : exchange_(std::move(exchange)), head_(std::move(head)) {}
 
-  // Generate accepted the call: a client already gone withdraws it at once.
+  // Generate returned (an empty handle: refused, OnDone already called): a client already gone withdraws it.
   void Accepted(GenerationHandle handle) {
     bool gone = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       handle_ = handle;
       gone = client_gone_;
     }
@@ -37,7 +37,7 @@ class OpenAiSink : public GenerationSink {
   void ClientGone() {
     GenerationHandle handle;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       client_gone_ = true;
       handle = handle_;
     }
@@ -47,7 +47,7 @@ class OpenAiSink : public GenerationSink {
  protected:
   const std::shared_ptr<HttpExchange> exchange_;
   const OpenAiResponseHead head_;
-  absl::Mutex mu_;
+  Mutex mu_;
 
  private:
   GenerationHandle handle_ ABSL_GUARDED_BY(mu_);
@@ -60,7 +60,7 @@ class WholeResponseSink final : public OpenAiSink {
   using OpenAiSink::OpenAiSink;
 
   bool OnDelta(const GenerationDelta& delta) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     text_ += delta.text;
     return !exchange_->client_gone();
   }
@@ -68,7 +68,7 @@ class WholeResponseSink final : public OpenAiSink {
   void OnDone(const GenerationSummary& summary) override {
     std::string text;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       text = std::move(text_);
     }
     if (!summary.status.ok()) return SendOpenAiError(*exchange_, summary.status);
@@ -93,7 +93,7 @@ class StreamSink final : public OpenAiSink, public std::enable_shared_from_this<
     bool arm = false;
     std::shared_ptr<HttpStream> stream;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       StartLocked();
       pending_ += delta.text;
       if (broken_) return false;
@@ -111,7 +111,7 @@ class StreamSink final : public OpenAiSink, public std::enable_shared_from_this<
   }
 
   void OnDone(const GenerationSummary& summary) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!started_ && !summary.status.ok()) return SendOpenAiError(*exchange_, summary.status);
     StartLocked();
     FlushLocked();
@@ -128,7 +128,7 @@ class StreamSink final : public OpenAiSink, public std::enable_shared_from_this<
 
  private:
   void Writable() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     waiting_ = false;
     if (!done_) FlushLocked();  // OnDone flushed everything itself
   }
@@ -189,9 +189,8 @@ void ServeOpenAiGeneration(ModelHub& hub, OpenAiEndpoint endpoint, const HttpReq
   exchange->OnClientGone([weak = std::weak_ptr<OpenAiSink>(sink)] {
     if (std::shared_ptr<OpenAiSink> sink = weak.lock()) sink->ClientGone();
   });
-  absl::StatusOr<GenerationHandle> handle = (*model)->Generate(std::move(decoded->call), sink);
-  if (!handle.ok()) return SendOpenAiError(*exchange, handle.status());
-  sink->Accepted(*handle);
+  // One path from here: the model answers every outcome, a malformed call included, through the sink.
+  sink->Accepted((*model)->Generate(std::move(decoded->call), sink));
 }
 
 void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& exchange) {

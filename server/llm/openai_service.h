@@ -7,7 +7,10 @@
 // (400, 404, 429 with Retry-After, 503); an error after the stream started is an SSE error event, then [DONE].
 // Backpressure: above a high-water mark of unsent bytes, text is held (and merged into one chunk) until the
 // stream drains. A client that goes away (OnClientGone, or a failed write) cancels its generation at once.
-// Thread-safety: handlers run on HTTP event-loop threads and never wait; sinks run on engine threads; each sink
+// Every outcome, a malformed body naming its model included, is answered by the model through the sink (one error
+// path); only a body naming no model, or an unknown model, is answered here.
+// Thread-safety: handlers run on HTTP event-loop threads and never wait (tokenizing is on the prep arena); sinks
+// run on the handler's thread (a refusal made at once), a prep-arena thread or an engine thread; each sink
 // serializes its own writes with a mutex and calls nothing that calls back into it while holding it.
 #pragma once
 

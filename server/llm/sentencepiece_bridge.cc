@@ -14,6 +14,7 @@ struct Module {
   void* (*load)(const char*, char*, size_t) = nullptr;
   void (*free)(void*) = nullptr;
   int (*size)(const void*) = nullptr;
+  int (*max_piece_bytes)(const void*) = nullptr;
   void (*encode)(const void*, const char*, size_t, void (*)(void*, const int*, size_t), void*) = nullptr;
   void (*decode)(const void*, const int*, size_t, void (*)(void*, const char*, size_t), void*) = nullptr;
   std::string error;  // why it could not be loaded
@@ -54,9 +55,10 @@ Module LoadModule() {
   m.load = reinterpret_cast<decltype(m.load)>(::dlsym(handle, "sluice_sp_load"));
   m.free = reinterpret_cast<decltype(m.free)>(::dlsym(handle, "sluice_sp_free"));
   m.size = reinterpret_cast<decltype(m.size)>(::dlsym(handle, "sluice_sp_size"));
+  m.max_piece_bytes = reinterpret_cast<decltype(m.max_piece_bytes)>(::dlsym(handle, "sluice_sp_max_piece_bytes"));
   m.encode = reinterpret_cast<decltype(m.encode)>(::dlsym(handle, "sluice_sp_encode"));
   m.decode = reinterpret_cast<decltype(m.decode)>(::dlsym(handle, "sluice_sp_decode"));
-  if (!m.load || !m.free || !m.size || !m.encode || !m.decode) {
+  if (!m.load || !m.free || !m.size || !m.max_piece_bytes || !m.encode || !m.decode) {
     m.error = "libsluice_sentencepiece.so lacks the sluice_sp_* functions";
     m.load = nullptr;
   }
@@ -105,5 +107,7 @@ std::string SentencePieceBridge::Decode(const std::vector<int>& ids) const {
 }
 
 int SentencePieceBridge::size() const { return TheModule().size(processor_); }
+
+int SentencePieceBridge::max_piece_bytes() const { return TheModule().max_piece_bytes(processor_); }
 
 }  // namespace sluice

@@ -29,6 +29,7 @@ class SentencePieceBridge {
   std::vector<int> Encode(const std::string& text) const;
   std::string Decode(const std::vector<int>& ids) const;
   int size() const;
+  int max_piece_bytes() const;  // the longest piece's length in bytes
 
  private:
   explicit SentencePieceBridge(void* processor) : processor_(processor) {}

@@ -33,6 +33,17 @@ __attribute__((visibility("default"))) int sluice_sp_size(const void* processor)
   return static_cast<const sentencepiece::SentencePieceProcessor*>(processor)->GetPieceSize();
 }
 
+// The longest piece in bytes ("\u2581" counted as its 3 bytes): what bounds the input bytes one token can cover.
+__attribute__((visibility("default"))) int sluice_sp_max_piece_bytes(const void* processor) {
+  const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(processor);
+  size_t longest = 0;
+  for (int id = 0; id < sp->GetPieceSize(); ++id) {
+    const size_t n = sp->IdToPiece(id).size();
+    if (n > longest) longest = n;
+  }
+  return static_cast<int>(longest);
+}
+
 // Encoding cannot fail on a loaded model (unknown text becomes byte pieces or <unk>).
 __attribute__((visibility("default"))) void sluice_sp_encode(const void* processor, const char* text, size_t length,
                                                              void (*sink)(void*, const int*, size_t), void* context) {

@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
   }
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
   tokenizer->processor_ = std::move(processor);
+  tokenizer->max_piece_bytes_ = tokenizer->processor_->max_piece_bytes();
   return tokenizer;
 }
 

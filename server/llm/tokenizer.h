@@ -24,10 +24,13 @@ class Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const;  // no BOS/EOS added
   std::string Decode(const std::vector<int32_t>& ids) const;  // ids out of range decode to nothing
   int vocab_size() const;
+  // The longest piece in bytes (a leading "\u2581" counts its 3 bytes), computed once at Load.
+  int max_piece_bytes() const { return max_piece_bytes_; }
 
  private:
   Tokenizer() = default;
   std::unique_ptr<SentencePieceBridge> processor_;
+  int max_piece_bytes_ = 0;
 };
 
 // Emits the text that appending one more token adds. Decoding token by token is wrong (a piece's leading space is

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/strings/str_cat.h"
+#include "scheduler/sync.h"
 #include "server/llm/triton_stream_codec.h"
 
 namespace sluice {
@@ -39,74 +40,112 @@ class Stream final : public TritonStreamReactor {
     StartRead(&request_);
   }
 
+  // The client has left more than kTritonStreamMaxQueuedResponses responses unread: the stream ends with
+  // RESOURCE_EXHAUSTED (once its running requests, cancelled now, are done), its queue dropped.
+  std::vector<GenerationHandle> OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    overflowed_ = true;
+    end_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               absl::StrCat("the client left more than ", kTritonStreamMaxQueuedResponses,
+                                            " responses of this stream unread; the stream is ended"));
+    return BreakLocked();
+  }
+
   // Queues a response of request `key` (merging text into its queued one) and starts a write when none is in
   // flight. False when the stream is broken (the request should stop).
   bool Push(Outgoing out) {
+    std::vector<GenerationHandle> cancel;
+    bool write = false;
+    bool overflowed = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (broken_) return false;
       QueueLocked(std::move(out));
-      if (writing_ || !TakeNextLocked()) return true;
+      if (queue_.size() > kTritonStreamMaxQueuedResponses) {
+        overflowed = true;
+        cancel = OverflowLocked();
+      } else if (!writing_) {
+        write = TakeNextLocked();
+      }
     }
-    StartWrite(&current_);
-    return true;
+    // The stream cannot finish here: a caller is in OnReadDone (no half-close yet) or a sink whose call is still
+    // in calls_. So the cancellations (which may run CallDone on this thread) leave `this` alive.
+    for (const GenerationHandle& handle : cancel) handle.Cancel();
+    if (write) StartWrite(&current_);
+    return !overflowed;
   }
 
   // Request `key` is done: its last response (if any) is queued and the stream may finish.
   void CallDone(uint64_t key, std::optional<Outgoing> last) {
     bool write = false;
     bool finish = false;
+    grpc::Status end;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       calls_.erase(key);
       if (last && !broken_) QueueLocked(*std::move(last));
       if (!writing_) write = TakeNextLocked();
-      if (!write) finish = ShouldFinishLocked();
+      if (!write) finish = ShouldFinishLocked(&end);
     }
     if (write) StartWrite(&current_);
-    if (finish) Finish(grpc::Status::OK);
+    if (finish) Finish(end);
   }
 
   bool broken() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return broken_;
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client half-closed (or the stream broke): finish once every request is answered
       bool finish = false;
+      grpc::Status end;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         reads_done_ = true;
-        finish = ShouldFinishLocked();
+        finish = ShouldFinishLocked(&end);
       }
-      if (finish) Finish(grpc::Status::OK);
+      if (finish) Finish(end);
       return;
     }
     HandleRequest();
-    StartRead(&request_);
+    // Give back what the request held (a long text_input) now, not when the next read overwrites it.
+    request_ = inference::ModelInferRequest();
+    bool overflowed = false;
+    bool finish = false;
+    grpc::Status end;
+    {
+      MutexLock lock(&mu_);
+      overflowed = overflowed_;
+      if (overflowed) {  // no more reads: the stream ends once its running requests are done
+        reads_done_ = true;
+        finish = ShouldFinishLocked(&end);
+      }
+    }
+    if (finish) return Finish(end);
+    if (!overflowed) StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {
     bool write = false;
     bool finish = false;
+    grpc::Status end;
     std::vector<GenerationHandle> cancel;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) cancel = BreakLocked();
       write = TakeNextLocked();
-      if (!write) finish = ShouldFinishLocked();
+      if (!write) finish = ShouldFinishLocked(&end);
     }
     for (const GenerationHandle& handle : cancel) handle.Cancel();  // may run CallDone here: no lock held
     if (write) StartWrite(&current_);
-    if (finish) Finish(grpc::Status::OK);
+    if (finish) Finish(end);
   }
 
   void OnCancel() override {
     std::vector<GenerationHandle> cancel;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cancel = BreakLocked();
     }
     for (const GenerationHandle& handle : cancel) handle.Cancel();
@@ -150,9 +189,13 @@ class Stream final : public TritonStreamReactor {
     return true;
   }
 
-  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // An overflowed stream does not wait for the client's half-close (its read is not renewed, see OnReadDone),
+  // only for its reads to stop and its requests and the write in flight to be done.
+  // Sets *end to the status to finish with.
+  bool ShouldFinishLocked(grpc::Status* end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || !reads_done_ || !calls_.empty() || writing_ || (!queue_.empty() && !broken_)) return false;
     finished_ = true;
+    *end = end_status_;
     return true;
   }
 
@@ -161,13 +204,15 @@ class Stream final : public TritonStreamReactor {
   inference::ModelStreamInferResponse current_;     // the write in flight (set under mu_ before StartWrite)
   uint64_t next_key_ = 1;                           // used by OnReadDone only (reads are sequential)
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<uint64_t, GenerationHandle> calls_ ABSL_GUARDED_BY(mu_);  // running requests (empty handle: accepting)
   std::deque<Outgoing> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // cancelled or a write failed
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was (being) called
+  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status end_status_ ABSL_GUARDED_BY(mu_);  // how the stream finishes: OK, or the overflow
 };
 
 // One request's sink: streamed deltas become responses at once; a non-streamed request collects its text.
@@ -220,37 +265,36 @@ class StreamCallSink final : public GenerationSink {
 
 void Stream::HandleRequest() {
   absl::StatusOr<TritonGenerateRequest> decoded = DecodeTritonGenerate(request_);
-  absl::StatusOr<GenerationModel*> model = decoded.ok() ? hub_->FindGeneration(decoded->model) : decoded.status();
-  if (!model.ok()) {
+  absl::StatusOr<GenerationModel*> model = hub_->FindGeneration(request_.model_name());
+  if (!model.ok()) {  // no model to count or answer it: the stream answers
     Push(Outgoing{0, request_.model_name(), request_.id(), std::nullopt, true, model.status()});
     return;
   }
+  TritonGenerateRequest wire;  // what the sink needs of a request that did not decode: its model and id
+  wire.model = request_.model_name();
+  wire.id = request_.id();
+  const TritonGenerateRequest& head = decoded.ok() ? *decoded : wire;
   const uint64_t key = next_key_++;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (broken_) return;
     calls_.emplace(key, GenerationHandle());
   }
-  auto sink = std::make_shared<StreamCallSink>(this, key, *decoded);
-  absl::StatusOr<GenerationHandle> handle = (*model)->Generate(std::move(decoded->call), sink);
-  if (!handle.ok()) {
-    {
-      absl::MutexLock lock(&mu_);
-      calls_.erase(key);
-    }
-    Push(Outgoing{0, decoded->model, decoded->id, std::nullopt, true, handle.status()});
-    return;
-  }
+  auto sink = std::make_shared<StreamCallSink>(this, key, head);
+  absl::StatusOr<GenerationCall> call =
+      decoded.ok() ? absl::StatusOr<GenerationCall>(std::move(decoded->call)) : decoded.status();
+  // One path from here: every outcome, a refusal included, comes back through the sink (CallDone).
+  GenerationHandle handle = (*model)->Generate(std::move(call), sink);
   bool cancel = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = calls_.find(key);
     if (it != calls_.end()) {  // not done already
-      it->second = *handle;
+      it->second = handle;
       cancel = broken_;
     }
   }
-  if (cancel) handle->Cancel();
+  if (cancel) handle.Cancel();
 }
 
 }  // namespace

@@ -8,7 +8,11 @@
 // error_message; the stream goes on. The client's half-close ends the stream once every request has finished; a
 // cancelled or broken stream cancels its requests (their KV slots are freed at once).
 // Writes: one in flight at a time; while one is in flight, a request's queued text is merged into one response,
-// so the queue holds at most a few responses per request whatever the client's reading speed.
+// so the queue holds at most a few responses per request whatever the client's reading speed. Refusals are never
+// merged, so a client that sends requests without reading the answers would grow the queue without bound: once
+// more than kTritonStreamMaxQueuedResponses responses wait, the stream is ended with RESOURCE_EXHAUSTED (its
+// running requests cancelled, the queue dropped, no further request read) rather than refusing new requests, which
+// would each queue one more response.
 // Thread-safety: the reactor's state is guarded by its mutex; gRPC reactions and sink callbacks (engine threads)
 // take it briefly and never call Generate's handles, StartWrite or Finish while holding it.
 #pragma once
@@ -21,6 +25,8 @@
 #include "server/model_hub.h"
 
 namespace sluice {
+
+inline constexpr size_t kTritonStreamMaxQueuedResponses = 1024;
 
 using TritonStreamReactor = grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>;
 

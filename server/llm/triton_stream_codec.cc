@@ -67,7 +67,7 @@ absl::Status Apply(absl::string_view key, const LooseValue& v, bool strict, Trit
     if (key == "top_k") {
       call.sampling.top_k = *i == -1 ? 0 : ClampToInt(*i);  // vLLM's -1: all tokens
     } else {
-      call.max_tokens = ClampToInt(*i);
+      call.max_tokens = *i;  // as given: the range check (GenerationModel) reports the real value
     }
   } else if (key == "seed" || key == "random_seed") {
     if (v.exact) {

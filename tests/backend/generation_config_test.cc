@@ -94,6 +94,7 @@ TEST(GenerationConfigTest, ValidConfigLoads) {
   EXPECT_EQ(g.prefill_token_budget, 2048);
   EXPECT_EQ(g.max_queue_size, 64);
   EXPECT_EQ(g.default_max_tokens, 100);
+  EXPECT_EQ(g.execution_timeout_ms, 60000);  // the default, as batching.execution_timeout_ms
   EXPECT_EQ(g.chat_template.system, "S: ");
   EXPECT_EQ(g.chat_template.assistant, "A: ");
   EXPECT_EQ(g.chat_template.separator, "\n\n");
@@ -228,6 +229,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"default max_tokens fills the context",
                 ValidWith("default_max_tokens: 100", "default_max_tokens: 1024"),
                 "16:23: generation.default_max_tokens", "must be below context_length (1024)"},
+        BadCase{"negative execution timeout",
+                ValidWith("default_max_tokens: 100", "default_max_tokens: 100\n  execution_timeout_ms: -1"),
+                "17:25: generation.execution_timeout_ms", "must be a finite number of milliseconds >= 0"},
         BadCase{"unknown chat template key", ValidWith("separator:", "seperator:"),
                 "generation.chat_template.seperator", "unknown key 'seperator'"},
         BadCase{"chat template not a map", ValidWith("{system: \"S: \", user: \"U: \", assistant: \"A: \", separator: "

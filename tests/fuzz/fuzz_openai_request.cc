@@ -20,7 +20,7 @@ using sluice::OpenAiEndpoint;
 
 rapidjson::Document ParseBack(const std::string& json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());  // every body valid UTF-8
   FUZZ_CHECK(!doc.HasParseError() && doc.IsObject(), "encoded JSON parses back: " + json.substr(0, 200));
   return doc;
 }
@@ -35,8 +35,13 @@ void Check(OpenAiEndpoint endpoint, const uint8_t* data, size_t size) {
     ParseBack(OpenAiErrorJson(request.status()));
     return;
   }
-  const GenerationCall& call = request->call;
   FUZZ_CHECK(request->endpoint == endpoint, "endpoint");
+  if (!request->call.ok()) {  // a body naming its model: the call's refusal, answered by the model
+    FUZZ_CHECK(absl::IsInvalidArgument(request->call.status()), request->call.status().ToString());
+    ParseBack(OpenAiErrorJson(request->call.status()));
+    return;
+  }
+  const GenerationCall& call = *request->call;
   if (endpoint == OpenAiEndpoint::kCompletions) {
     FUZZ_CHECK(call.prompt.has_value() != call.prompt_ids.has_value(), "one of prompt / prompt_ids");
     FUZZ_CHECK(!call.messages.has_value(), "no messages on completions");
@@ -55,8 +60,9 @@ void Check(OpenAiEndpoint endpoint, const uint8_t* data, size_t size) {
   const std::string text = call.stop.empty() ? std::string("ok") : call.stop.front();
   rapidjson::Document response = ParseBack(EncodeOpenAiResponse(head, text, summary));
   FUZZ_CHECK(response.HasMember("model") && response["model"].IsString() &&
-                 std::string(response["model"].GetString(), response["model"].GetStringLength()) == request->model,
-             "the response names the request's model");
+                 std::string(response["model"].GetString(), response["model"].GetStringLength()) ==
+                     ValidUtf8(request->model),
+             "the response names the request's model (invalid UTF-8 replaced)");
   ParseBack(EncodeOpenAiRoleChunk(head));
   ParseBack(EncodeOpenAiTextChunk(head, text));
   ParseBack(EncodeOpenAiFinishChunk(head, FinishReason::kLength));

@@ -1,14 +1,19 @@
 // GenerationModel, in process: the one generation request path (prompt building, limits, stop strings,
 // detokenized deltas, client gone, draining) over the real ContinuousBatcher and the sim generation device,
 // whose tokens are known in advance (SimNextToken), with the example model's real SentencePiece tokenizer.
+// Every outcome, refusals included, reaches the sink exactly once (ServedModel::Infer's contract).
 #include "server/llm/generation_model.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "backend/sim_generation_backend.h"
+#include "scheduler/sync.h"
 #include "gtest/gtest.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"
@@ -44,31 +49,42 @@ ModelConfig SimGenerationConfig() {
   return config;
 }
 
-// Records what a call delivered; Wait() returns once OnDone ran.
+// Records what a call delivered; Wait() returns once OnDone ran. (sluice::Mutex, not absl's: TSan sees it.)
 class RecordingSink : public GenerationSink {
  public:
   explicit RecordingSink(int accept_deltas = 1 << 30) : accept_deltas_(accept_deltas) {}
   bool OnDelta(const GenerationDelta& delta) override {
+    MutexLock lock(&mu_);
     text += delta.text;
     ids.insert(ids.end(), delta.token_ids.begin(), delta.token_ids.end());
     ++deltas;
     return deltas <= accept_deltas_;
   }
   void OnDone(const GenerationSummary& s) override {
+    MutexLock lock(&mu_);
     summary = s;
     ++done_calls;
-    done.Notify();
+    done_thread = std::this_thread::get_id();
+    done_cv_.SignalAll();
   }
-  void Wait() { ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20))); }
+  void Wait() {
+    MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (done_calls == 0 && absl::Now() < deadline) done_cv_.WaitUntil(&mu_, deadline);
+    ASSERT_GT(done_calls, 0) << "OnDone was not called within 20 s";
+  }
 
+  // Read after Wait() (OnDone is the last call).
   std::string text;
   std::vector<int32_t> ids;
   int deltas = 0;
   int done_calls = 0;
   GenerationSummary summary;
-  absl::Notification done;
+  std::thread::id done_thread;
 
  private:
+  Mutex mu_;
+  CondVar done_cv_;
   const int accept_deltas_;
 };
 
@@ -76,6 +92,11 @@ class GenerationModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_ = SimGenerationConfig();
+    Build();
+  }
+
+  // The model over config_ (a test may change config_, reset model_ and backend_, and build again).
+  void Build() {
     InstanceOptions instance{&config_, config_.instances.front(), 0, 1};
     auto backend = CreateSimGenerationBackend(instance);
     ASSERT_TRUE(backend.ok()) << backend.status();
@@ -123,7 +144,7 @@ TEST_F(GenerationModelTest, CompletionStreamsTheTokensTheDeviceProduces) {
   call.max_tokens = 20;
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   const std::vector<int32_t> expected = Expected(WithBos(*call.prompt), 20);
   EXPECT_EQ(sink->ids, expected);
@@ -141,7 +162,7 @@ TEST_F(GenerationModelTest, ChatMessagesGoThroughTheTemplate) {
   call.max_tokens = 3;
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   const ChatTemplate& chat = config_.generation->chat_template;
   const std::string rendered =
@@ -155,7 +176,7 @@ TEST_F(GenerationModelTest, DefaultMaxTokensComesFromTheConfig) {
   call.prompt_ids = std::vector<int32_t>{1, 50, 60};
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   EXPECT_EQ(sink->summary.completion_tokens, config_.generation->default_max_tokens);
   EXPECT_EQ(sink->ids, Expected({1, 50, 60}, config_.generation->default_max_tokens));
@@ -168,7 +189,7 @@ TEST_F(GenerationModelTest, StopStringCutsTheOutputAndFinishesEarly) {
   call.max_tokens = 30;
   call.ignore_eos = true;
   auto full = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, full).ok());
+  ASSERT_TRUE(model_->Generate(call, full).accepted());
   full->Wait();
   ASSERT_GE(full->text.size(), 12u) << "the sim's tokens decode to too little text to pick a stop string";
   const size_t cut = full->text.size() / 2;
@@ -177,7 +198,7 @@ TEST_F(GenerationModelTest, StopStringCutsTheOutputAndFinishesEarly) {
 
   call.stop = {stop};
   auto stopped = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, stopped).ok());
+  ASSERT_TRUE(model_->Generate(call, stopped).accepted());
   stopped->Wait();
   EXPECT_EQ(stopped->text, full->text.substr(0, first));
   EXPECT_EQ(stopped->summary.finish, FinishReason::kStop);
@@ -192,7 +213,7 @@ TEST_F(GenerationModelTest, EchoPutsThePromptFirst) {
   call.max_tokens = 4;
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   EXPECT_EQ(sink->text, "Copyright" + model_->tokenizer().Decode(Expected(WithBos("Copyright"), 4)));
 }
@@ -203,7 +224,7 @@ TEST_F(GenerationModelTest, AGoneClientCancelsItsSequenceAndFreesTheSlot) {
   call.max_tokens = 100;
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>(/*accept_deltas=*/2);
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   EXPECT_EQ(sink->summary.status.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(sink->summary.finish, FinishReason::kCancelled);
@@ -216,55 +237,71 @@ TEST_F(GenerationModelTest, RefusalsNameWhatIsWrong) {
     std::string what;
     GenerationCall call;
     std::string message;
+    std::string field = "";  // RequestField: OpenAI's "param"
   };
   std::vector<Case> cases;
-  cases.push_back({"no input", GenerationCall{}, "no prompt"});
+  cases.push_back({"no input", GenerationCall{}, "no prompt", "prompt"});
   {
     GenerationCall c;
     c.prompt = "a";
     c.prompt_ids = std::vector<int32_t>{1};
-    cases.push_back({"two inputs", c, "exactly one"});
+    cases.push_back({"two inputs", c, "exactly one", "prompt"});
   }
   {
     GenerationCall c;
     c.messages = std::vector<ChatMessage>{{"wizard", "hi"}};
-    cases.push_back({"unknown role", c, "'wizard'"});
+    cases.push_back({"unknown role", c, "'wizard'", "messages"});
   }
   {
     GenerationCall c;
     c.prompt_ids = std::vector<int32_t>(129, 5);
-    cases.push_back({"prompt over the largest bucket", c, "at most 128"});
+    cases.push_back({"prompt over the largest bucket", c, "at most 128", "prompt"});
   }
   {
     GenerationCall c;
     c.prompt_ids = std::vector<int32_t>(100, 5);
     c.max_tokens = 157;
-    cases.push_back({"prompt + max_tokens over the context", c, "context of 256"});
+    cases.push_back({"prompt + max_tokens over the context", c, "context of 256", "max_tokens"});
   }
   {
     GenerationCall c;
     c.prompt = "a";
     c.max_tokens = 0;
-    cases.push_back({"max_tokens 0", c, "at least 1"});
+    cases.push_back({"max_tokens 0", c, "at least 1", "max_tokens"});
+  }
+  {
+    GenerationCall c;
+    c.prompt = "a";
+    c.max_tokens = int64_t{1000000000000};
+    cases.push_back({"max_tokens 10^12, reported as given", c, "max_tokens (1000000000000)", "max_tokens"});
+  }
+  {
+    GenerationCall c;
+    c.prompt = "a";
+    c.sampling.top_p = 0;
+    cases.push_back({"top_p 0", c, "top_p is 0", "top_p"});
   }
   {
     GenerationCall c;
     c.prompt = "a";
     c.stop = {"1", "2", "3", "4", "5"};
-    cases.push_back({"five stop strings", c, "at most 4"});
+    cases.push_back({"five stop strings", c, "at most 4", "stop"});
   }
   {
     GenerationCall c;
     c.prompt_ids = std::vector<int32_t>{1, kVocab};
-    cases.push_back({"token id out of range", c, std::to_string(kVocab)});
+    cases.push_back({"token id out of range", c, std::to_string(kVocab), "prompt"});
   }
   for (const Case& c : cases) {
     auto sink = std::make_shared<RecordingSink>();
-    absl::StatusOr<GenerationHandle> handle = model_->Generate(c.call, sink);
-    ASSERT_FALSE(handle.ok()) << c.what;
-    EXPECT_EQ(handle.status().code(), absl::StatusCode::kInvalidArgument) << c.what << ": " << handle.status();
-    EXPECT_NE(handle.status().message().find(c.message), std::string::npos) << c.what << ": " << handle.status();
-    EXPECT_EQ(sink->done_calls, 0) << c.what;
+    model_->Generate(c.call, sink);
+    sink->Wait();
+    const absl::Status& status = sink->summary.status;
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.what << ": " << status;
+    EXPECT_NE(status.message().find(c.message), std::string::npos) << c.what << ": " << status;
+    EXPECT_EQ(RequestField(status), c.field) << c.what;
+    EXPECT_EQ(sink->done_calls, 1) << c.what;
+    EXPECT_TRUE(sink->ids.empty()) << c.what;
   }
   const std::string metrics = metrics_->Render(absl::Now());
   EXPECT_NE(metrics.find("sluice_generation_requests_total{model=\"tiny_sim\",outcome=\"invalid\"} " +
@@ -277,10 +314,95 @@ TEST_F(GenerationModelTest, DrainingRefusesNewCallsAsUnavailable) {
   GenerationCall call;
   call.prompt = "a";
   auto sink = std::make_shared<RecordingSink>();
-  absl::StatusOr<GenerationHandle> handle = model_->Generate(call, sink);
-  ASSERT_FALSE(handle.ok());
-  EXPECT_EQ(handle.status().code(), absl::StatusCode::kUnavailable);
+  GenerationHandle handle = model_->Generate(call, sink);
+  EXPECT_FALSE(handle.accepted());
+  EXPECT_EQ(sink->done_calls, 1);  // refused on the caller's thread, through the sink
+  EXPECT_EQ(sink->summary.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(model_->ready());
+}
+
+// Issue 23: a malformed request (the front end's decode error) goes through the same path: the sink answers it
+// once and sluice_generation_requests_total counts it.
+TEST_F(GenerationModelTest, ADecodeErrorIsAnsweredThroughTheSinkAndCounted) {
+  auto sink = std::make_shared<RecordingSink>();
+  GenerationHandle handle =
+      model_->Generate(WithRequestField(absl::InvalidArgumentError("'temperature' must be a number"), "temperature"),
+                       sink);
+  EXPECT_FALSE(handle.accepted());
+  ASSERT_EQ(sink->done_calls, 1);
+  EXPECT_EQ(sink->summary.status.message(), "'temperature' must be a number");
+  EXPECT_EQ(RequestField(sink->summary.status), "temperature");
+  EXPECT_NE(metrics_->Render(absl::Now())
+                .find("sluice_generation_requests_total{model=\"tiny_sim\",outcome=\"invalid\"} 1"),
+            std::string::npos);
+}
+
+// Issue 23: a prompt whose bytes could not fit the largest prompt bucket is refused from its size on the
+// caller's thread (no tokenizing), naming the byte limit and how it follows from the bucket.
+TEST_F(GenerationModelTest, APromptTooLongInBytesIsRefusedBeforeTokenizing) {
+  const int piece = model_->tokenizer().max_piece_bytes();
+  ASSERT_GE(piece, 6) << "byte-fallback pieces (<0xAB>) are 6 bytes";
+  EXPECT_EQ(model_->max_prompt_bytes(), int64_t{piece} * 128);
+  GenerationCall call;
+  call.prompt = std::string(model_->max_prompt_bytes() + 1, 'x');
+  auto sink = std::make_shared<RecordingSink>();
+  GenerationHandle handle = model_->Generate(call, sink);
+  EXPECT_FALSE(handle.accepted());
+  ASSERT_EQ(sink->done_calls, 1);  // answered before Generate returned: no prep job
+  EXPECT_EQ(sink->done_thread, std::this_thread::get_id());
+  const absl::Status& status = sink->summary.status;
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(absl::StrCat("at most ", model_->max_prompt_bytes(), " bytes")), std::string::npos)
+      << status;
+  EXPECT_EQ(RequestField(status), "prompt");
+
+  // Chat: the messages' bytes (and the template's) count the same way.
+  GenerationCall chat;
+  chat.messages = std::vector<ChatMessage>{{"user", std::string(model_->max_prompt_bytes(), 'y')}};
+  auto chat_sink = std::make_shared<RecordingSink>();
+  model_->Generate(chat, chat_sink);
+  ASSERT_EQ(chat_sink->done_calls, 1);
+  EXPECT_NE(chat_sink->summary.status.message().find("bytes"), std::string::npos) << chat_sink->summary.status;
+  EXPECT_EQ(RequestField(chat_sink->summary.status), "messages");
+}
+
+// The byte bound never refuses what it should not: a text exactly at it goes on to the tokenizer (on a prep
+// thread) and is refused there only for its tokens.
+TEST_F(GenerationModelTest, APromptAtTheByteBoundIsTokenizedOffTheCallersThread) {
+  GenerationCall call;
+  call.prompt = std::string(model_->max_prompt_bytes(), 'x');
+  auto sink = std::make_shared<RecordingSink>();
+  EXPECT_TRUE(model_->Generate(call, sink).accepted());
+  sink->Wait();
+  EXPECT_NE(sink->done_thread, std::this_thread::get_id());
+  EXPECT_EQ(sink->summary.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(sink->summary.status.message().find("tokens; model tiny_sim takes prompts of at most 128 tokens"),
+            std::string::npos)
+      << sink->summary.status;
+}
+
+TEST_F(GenerationModelTest, ACallCancelledAtOnceIsAnsweredOnceAsCancelled) {
+  // 20 ms per sim step: a 200-token generation takes 4 s, so the Cancel() below always comes first.
+  model_.reset();
+  backend_.reset();
+  config_.sim = SimCostModel{20.0};
+  Build();
+  for (int i = 0; i < 10; ++i) {
+    GenerationCall call;
+    call.prompt = "Cancel me";
+    call.max_tokens = 200;
+    call.ignore_eos = true;
+    auto sink = std::make_shared<RecordingSink>();
+    GenerationHandle handle = model_->Generate(call, sink);
+    ASSERT_TRUE(handle.accepted());
+    handle.Cancel();  // while it is prepared, waiting or running: whichever, one CANCELLED answer
+    sink->Wait();
+    EXPECT_EQ(sink->done_calls, 1);
+    EXPECT_EQ(sink->summary.status.code(), absl::StatusCode::kCancelled) << sink->summary.status;
+    handle.Cancel();  // again, after the end: no effect
+  }
+  model_->Stop();
+  EXPECT_EQ(model_->engine().Running(), 0);
 }
 
 TEST_F(GenerationModelTest, MetricsCountTokensAndLatencies) {
@@ -289,7 +411,7 @@ TEST_F(GenerationModelTest, MetricsCountTokensAndLatencies) {
   call.max_tokens = 5;
   call.ignore_eos = true;
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(model_->Generate(call, sink).ok());
+  ASSERT_TRUE(model_->Generate(call, sink).accepted());
   sink->Wait();
   const std::string metrics = metrics_->Render(absl::Now());
   EXPECT_NE(metrics.find("sluice_generation_prompt_tokens_total{model=\"tiny_sim\"} 3"), std::string::npos);

@@ -29,7 +29,13 @@ rapidjson::Document Parse(const std::string& json) {
 OpenAiRequest DecodeOk(OpenAiEndpoint endpoint, const std::string& body) {
   absl::StatusOr<OpenAiRequest> request = DecodeOpenAiRequest(endpoint, body);
   EXPECT_TRUE(request.ok()) << request.status() << " for " << body;
-  return request.ok() ? *std::move(request) : OpenAiRequest{};
+  if (request.ok()) EXPECT_TRUE(request->call.ok()) << request->call.status() << " for " << body;
+  if (!request.ok() || !request->call.ok()) {
+    OpenAiRequest empty;
+    empty.call = GenerationCall{};
+    return empty;
+  }
+  return *std::move(request);
 }
 
 TEST(OpenAiDecode, CompletionWithEverySupportedField) {
@@ -38,51 +44,51 @@ TEST(OpenAiDecode, CompletionWithEverySupportedField) {
       "seed": 1234, "stop": ["a", "bc"], "stream": true, "stream_options": {"include_usage": true},
       "echo": true, "ignore_eos": true, "n": 1, "logprobs": null, "user": "ignored"})");
   EXPECT_EQ(r.model, "m");
-  ASSERT_TRUE(r.call.prompt.has_value());
-  EXPECT_EQ(*r.call.prompt, "Hello");
-  EXPECT_FALSE(r.call.prompt_ids.has_value());
-  EXPECT_FALSE(r.call.messages.has_value());
-  EXPECT_EQ(r.call.max_tokens, 7);
-  EXPECT_FLOAT_EQ(r.call.sampling.temperature, 0.5f);
-  EXPECT_FLOAT_EQ(r.call.sampling.top_p, 0.9f);
-  EXPECT_EQ(r.call.sampling.top_k, 40);
-  EXPECT_EQ(r.call.sampling.seed, 1234u);
-  EXPECT_THAT(r.call.stop, ElementsAre("a", "bc"));
+  ASSERT_TRUE(r.call->prompt.has_value());
+  EXPECT_EQ(*r.call->prompt, "Hello");
+  EXPECT_FALSE(r.call->prompt_ids.has_value());
+  EXPECT_FALSE(r.call->messages.has_value());
+  EXPECT_EQ(r.call->max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.call->sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.call->sampling.top_p, 0.9f);
+  EXPECT_EQ(r.call->sampling.top_k, 40);
+  EXPECT_EQ(r.call->sampling.seed, 1234u);
+  EXPECT_THAT(r.call->stop, ElementsAre("a", "bc"));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
-  EXPECT_TRUE(r.call.echo);
-  EXPECT_TRUE(r.call.ignore_eos);
+  EXPECT_TRUE(r.call->echo);
+  EXPECT_TRUE(r.call->ignore_eos);
 }
 
 TEST(OpenAiDecode, DefaultsAreOpenAisAndNullMeansAbsent) {
   OpenAiRequest r = DecodeOk(OpenAiEndpoint::kCompletions,
                              R"({"model": "m", "prompt": "x", "max_tokens": null, "stop": null, "seed": null})");
-  EXPECT_FALSE(r.call.max_tokens.has_value());
-  EXPECT_FLOAT_EQ(r.call.sampling.temperature, 1.0f);
-  EXPECT_FLOAT_EQ(r.call.sampling.top_p, 1.0f);
-  EXPECT_EQ(r.call.sampling.top_k, 0);
-  EXPECT_FALSE(r.call.sampling.seed.has_value());
-  EXPECT_TRUE(r.call.stop.empty());
+  EXPECT_FALSE(r.call->max_tokens.has_value());
+  EXPECT_FLOAT_EQ(r.call->sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.call->sampling.top_p, 1.0f);
+  EXPECT_EQ(r.call->sampling.top_k, 0);
+  EXPECT_FALSE(r.call->sampling.seed.has_value());
+  EXPECT_TRUE(r.call->stop.empty());
   EXPECT_FALSE(r.stream);
-  EXPECT_FALSE(r.call.echo);
-  EXPECT_FALSE(r.call.ignore_eos);
+  EXPECT_FALSE(r.call->echo);
+  EXPECT_FALSE(r.call->ignore_eos);
 }
 
 TEST(OpenAiDecode, PromptAsTokenIdsAndBatchOfOne) {
   OpenAiRequest ids = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": [1, 50, 7]})");
-  ASSERT_TRUE(ids.call.prompt_ids.has_value());
-  EXPECT_THAT(*ids.call.prompt_ids, ElementsAre(1, 50, 7));
-  EXPECT_FALSE(ids.call.prompt.has_value());
+  ASSERT_TRUE(ids.call->prompt_ids.has_value());
+  EXPECT_THAT(*ids.call->prompt_ids, ElementsAre(1, 50, 7));
+  EXPECT_FALSE(ids.call->prompt.has_value());
   OpenAiRequest one = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": ["only"]})");
-  EXPECT_EQ(one.call.prompt.value_or(""), "only");
+  EXPECT_EQ(one.call->prompt.value_or(""), "only");
   OpenAiRequest one_ids = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": [[3, 4]]})");
-  EXPECT_THAT(one_ids.call.prompt_ids.value_or(std::vector<int32_t>{}), ElementsAre(3, 4));
+  EXPECT_THAT(one_ids.call->prompt_ids.value_or(std::vector<int32_t>{}), ElementsAre(3, 4));
 }
 
 TEST(OpenAiDecode, StopAsOneStringAndTopKMinusOneMeansAll) {
   OpenAiRequest r = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": "x", "stop": "\n", "top_k": -1})");
-  EXPECT_THAT(r.call.stop, ElementsAre("\n"));
-  EXPECT_EQ(r.call.sampling.top_k, 0);
+  EXPECT_THAT(r.call->stop, ElementsAre("\n"));
+  EXPECT_EQ(r.call->sampling.top_k, 0);
 }
 
 TEST(OpenAiDecode, ChatMessagesWithTextPartsAndMaxCompletionTokens) {
@@ -91,20 +97,21 @@ TEST(OpenAiDecode, ChatMessagesWithTextPartsAndMaxCompletionTokens) {
                    {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
                    {"role": "assistant", "content": null},
                    {"role": "user", "content": "again"}]})");
-  ASSERT_TRUE(r.call.messages.has_value());
-  ASSERT_EQ(r.call.messages->size(), 4u);
-  EXPECT_EQ((*r.call.messages)[0].role, "system");
-  EXPECT_EQ((*r.call.messages)[0].content, "be brief");
-  EXPECT_EQ((*r.call.messages)[1].content, "Hi there");
-  EXPECT_EQ((*r.call.messages)[2].role, "assistant");
-  EXPECT_EQ((*r.call.messages)[2].content, "");
-  EXPECT_EQ(r.call.max_tokens, 9);  // max_completion_tokens wins
-  EXPECT_FALSE(r.call.prompt.has_value());
+  ASSERT_TRUE(r.call->messages.has_value());
+  ASSERT_EQ(r.call->messages->size(), 4u);
+  EXPECT_EQ((*r.call->messages)[0].role, "system");
+  EXPECT_EQ((*r.call->messages)[0].content, "be brief");
+  EXPECT_EQ((*r.call->messages)[1].content, "Hi there");
+  EXPECT_EQ((*r.call->messages)[2].role, "assistant");
+  EXPECT_EQ((*r.call->messages)[2].content, "");
+  EXPECT_EQ(r.call->max_tokens, 9);  // max_completion_tokens wins
+  EXPECT_FALSE(r.call->prompt.has_value());
 }
 
-TEST(OpenAiDecode, OutOfIntRangeMaxTokensIsClampedForTheRangeCheck) {
-  OpenAiRequest r = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": "x", "max_tokens": 99999999999})");
-  EXPECT_EQ(r.call.max_tokens, std::numeric_limits<int>::max());
+TEST(OpenAiDecode, OutOfIntRangeMaxTokensIsKeptAsGivenForTheRangeCheck) {
+  // Issue 23: the range error must report the value the client sent, not int's maximum.
+  OpenAiRequest r = DecodeOk(OpenAiEndpoint::kCompletions, R"({"model": "m", "prompt": "x", "max_tokens": 1000000000000})");
+  EXPECT_EQ(r.call->max_tokens, int64_t{1000000000000});
 }
 
 struct BadCase {
@@ -119,13 +126,17 @@ void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 class OpenAiDecodeRefuses : public ::testing::TestWithParam<BadCase> {};
 
+// A body that names its model decodes (so that the model counts and answers the refusal) with the error in
+// `call`; one that names none is refused whole.
 TEST_P(OpenAiDecodeRefuses, WithInvalidArgumentNamingTheField) {
   const BadCase& c = GetParam();
   absl::StatusOr<OpenAiRequest> r = DecodeOpenAiRequest(c.endpoint, c.body);
-  ASSERT_FALSE(r.ok()) << c.body;
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
-  EXPECT_EQ(OpenAiErrorParam(r.status()), c.param);
+  const absl::Status status = !r.ok() ? r.status() : r->call.status();
+  ASSERT_FALSE(status.ok()) << c.body;
+  if (r.ok()) EXPECT_EQ(r->model, "m") << c.body;
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  EXPECT_EQ(OpenAiErrorParam(status), c.param);
 }
 
 std::string Nested(int depth) {
@@ -154,6 +165,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"prompt_object", kCmpl, R"({"model": "m", "prompt": {}})", "must be a string or an array", "prompt"},
         BadCase{"prompt_float_id", kCmpl, R"({"model": "m", "prompt": [1.5]})", "token ids must be integers",
                 "prompt"},
+        BadCase{"token_id_2_31", kCmpl, R"({"model": "m", "prompt": [1, 2147483648]})",
+                "token id 2147483648 (index 1) is out of range", "prompt"},
+        BadCase{"max_tokens_over_int64", kCmpl, R"({"model": "m", "prompt": "x", "max_tokens": 18446744073709551615})",
+                "'max_tokens' is 18446744073709551615, out of range", "max_tokens"},
         BadCase{"max_tokens_string", kCmpl, R"({"model": "m", "prompt": "x", "max_tokens": "5"})",
                 "'max_tokens' must be an integer", "max_tokens"},
         BadCase{"temperature_string", kCmpl, R"({"model": "m", "prompt": "x", "temperature": "hot"})",
@@ -329,8 +344,31 @@ TEST(OpenAiEncode, ErrorObjectTypesFollowTheStatusTable) {
   rapidjson::Document coded = Parse(OpenAiErrorJson(absl::NotFoundError("unknown model 'x'"), "model_not_found"));
   EXPECT_STREQ(coded["error"]["code"].GetString(), "model_not_found");
   absl::StatusOr<OpenAiRequest> bad = DecodeOpenAiRequest(kCmpl, R"({"model": "m", "prompt": "x", "n": 3})");
-  rapidjson::Document with_param = Parse(OpenAiErrorJson(bad.status()));
+  ASSERT_TRUE(bad.ok());
+  rapidjson::Document with_param = Parse(OpenAiErrorJson(bad->call.status()));
   EXPECT_STREQ(with_param["error"]["param"].GetString(), "n");
+  // Range errors come from GenerationModel with the field attached the same way.
+  rapidjson::Document range = Parse(OpenAiErrorJson(
+      WithRequestField(absl::InvalidArgumentError("max_tokens must be at least 1 (got 0)"), "max_tokens")));
+  EXPECT_STREQ(range["error"]["param"].GetString(), "max_tokens");
+}
+
+// Issue 23: invalid UTF-8 in what a body repeats (an echoed prompt, a model name in a 404, a role in a 400) was
+// written raw, so the body was not JSON. Every string now goes out valid, bad bytes as U+FFFD.
+TEST(OpenAiEncode, InvalidUtf8IsReplacedSoEveryBodyIsValidJson) {
+  const std::string bad = "ok\xff\xc3(\xed\xa0\x80\xf4\x90\x80\x80" "end";
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(ValidUtf8(bad), "ok" + fffd + fffd + "(" + fffd + fffd + fffd + fffd + fffd + fffd + fffd + "end");
+  EXPECT_EQ(ValidUtf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"), "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80");
+  for (const std::string& body :
+       {OpenAiErrorJson(absl::NotFoundError("unknown model '" + bad + "'"), "model_not_found"),
+        OpenAiErrorJson(absl::InvalidArgumentError("message role '" + bad + "' is not supported")),
+        EncodeOpenAiTextChunk(Head(kCmpl), bad),
+        EncodeOpenAiResponse(Head(kChat), bad, Summary(FinishReason::kStop))}) {
+    rapidjson::Document d;
+    d.Parse<rapidjson::kParseValidateEncodingFlag>(body.c_str(), body.size());
+    EXPECT_FALSE(d.HasParseError()) << body;
+  }
 }
 
 TEST(OpenAiEncode, ModelList) {

@@ -755,3 +755,72 @@ TEST_F(ContinuousBatcherTest, EngineSeedMakesUnseededSamplingReproducible) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// Issue 23: a hung Prefill/Decode blocked its engine thread, its sequences and Stop() forever. The watchdog answers
+// them UNAVAILABLE at generation.execution_timeout_ms (fake clock) and takes the instance out; the other serves.
+TEST_F(ContinuousBatcherTest, AHungPrefillIsAnsweredAtTheTimeoutAndItsInstanceLeavesRotation) {
+  gen().execution_timeout_ms = 1000;
+  Start(2);
+  backend(0).Hold();
+  backend(1).Hold();
+  auto hung = Submit(Prompt(4, 1), 5);
+  ASSERT_TRUE(Eventually([&] { return backend(0).blocked() + backend(1).blocked() == 1; }));
+  const int h = backend(0).blocked() == 1 ? 0 : 1;
+  backend(1 - h).Release();
+  clock_.Advance(absl::Milliseconds(999));
+  absl::SleepFor(absl::Milliseconds(20));  // room for a wrong early answer (the watchdog polls every 1 ms)
+  EXPECT_FALSE(hung->done()) << "answered before the timeout";
+  clock_.Advance(absl::Milliseconds(2));
+  ASSERT_TRUE(hung->Wait());
+  const GenerationResult result = hung->result();
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(result.finish, FinishReason::kError);
+  EXPECT_THAT(result.status.message(), HasSubstr(absl::StrCat("model fake_llm, prefill (length 8), instance ", h,
+                                                              " (fake decoder)")));
+  EXPECT_THAT(result.status.message(), HasSubstr("execution_timeout_ms 1000"));
+  EXPECT_EQ(batcher_->InstancesInRotation(), 1);
+  bool reported = false;
+  for (const GenerationStepReport& r : reports()) reported |= r.timed_out && r.instance == h && !r.ok;
+  EXPECT_TRUE(reported) << "no timed_out step report for the metrics";
+  // The other instance serves everything after it.
+  for (int i = 0; i < 3; ++i) {
+    auto later = Submit(Prompt(6, 10 + i), 4);
+    ASSERT_TRUE(later->Wait());
+    ExpectReference(*later, Prompt(6, 10 + i), 4);
+  }
+  // When the hung call finally returns, its late result is dropped: nobody is answered twice.
+  const size_t calls = backend(h).call_count();
+  backend(h).Release();
+  batcher_->Stop();
+  EXPECT_EQ(hung->done_calls(), 1);
+  EXPECT_EQ(backend(h).call_count(), calls);  // never given another call
+}
+
+TEST_F(ContinuousBatcherTest, StopDoesNotWaitForAHungDecodeAndTheLastInstanceGoneFailsTheWaiting) {
+  gen().execution_timeout_ms = 500;
+  gen().max_num_seqs = 1;
+  Start();
+  backend().HoldFromCall(2);  // the prefill runs, the first decode step hangs
+  auto running = Submit(Prompt(4, 1), 5);
+  ASSERT_TRUE(Eventually([&] { return backend().blocked() == 1; }));
+  auto waiting = Submit(Prompt(5, 2), 5);
+  clock_.Advance(absl::Milliseconds(501));
+  ASSERT_TRUE(running->Wait());
+  ASSERT_TRUE(waiting->Wait());
+  EXPECT_EQ(running->result().status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(running->result().status.message(), HasSubstr("decode (batch 1, KV length 16), instance 0"));
+  EXPECT_EQ(running->tokens().size(), 1u);  // the prefill's token came; the hung step's never does
+  EXPECT_EQ(waiting->result().status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(waiting->result().status.message(), HasSubstr("no instance left in rotation"));
+  absl::StatusOr<SequenceId> refused = batcher_->Enqueue(Request(NewAnswer(), Prompt(4, 3), 2));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  batcher_->Stop();  // returns with the backend still held (it hung here before the watchdog)
+  EXPECT_EQ(backend().blocked(), 1);
+  // TearDown releases the backend; the destructor then joins the returning thread.
+}
+
+}  // namespace
+}  // namespace sluice
