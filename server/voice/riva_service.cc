@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "scheduler/sync.h"
 #include "server/grpc_service.h"
 #include "server/voice/offline_recognition.h"
 #include "server/voice/riva_results.h"
@@ -27,12 +28,15 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const grpc
 }
 
 // One Recognize call: lives from the handler until gRPC's OnDone; finished exactly once by the recognition's
-// completion (a scheduler thread, or the handler's thread when the first window is refused).
+// completion (a scheduler thread, or the handler's thread when the first window is refused). gRPC calls OnDone
+// only after the handler has returned the reactor and after Finish, and the recognition calls Answer (the one
+// use of `this` from outside gRPC's reactions) once, before its Finish: so no code runs on a deleted reactor.
+// It holds the call's admission until OnDone, so a drain waits for the answer to be sent.
 class RecognizeReactor final : public grpc::ServerUnaryReactor {
  public:
-  RecognizeReactor(const VoiceModel* voice, VoiceMetrics* metrics, const riva::RecognizeRequest* request,
-                   riva::RecognizeResponse* response)
-      : voice_(voice), metrics_(metrics), request_(request), response_(response) {}
+  RecognizeReactor(const VoiceModel* voice, VoiceMetrics* metrics, AdmittedCall admitted,
+                   const riva::RecognizeRequest* request, riva::RecognizeResponse* response)
+      : voice_(voice), metrics_(metrics), admitted_(std::move(admitted)), request_(request), response_(response) {}
 
   void Start(grpc::CallbackServerContext* context, std::vector<float> audio) {
     const double seconds = static_cast<double>(audio.size()) / voice_->model.sample_rate();
@@ -41,7 +45,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
         &voice_->model, voice_->decoder.get(), std::move(audio), DeadlineOf(context),
         [this](absl::StatusOr<OfflineResult> result) { Answer(std::move(result)); });
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       recognition_ = recognition;
     }
     if (context->IsCancelled()) recognition->Cancel();
@@ -50,7 +54,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   void OnCancel() override {
     std::shared_ptr<OfflineRecognition> recognition;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       recognition = recognition_;
     }
     if (recognition) recognition->Cancel();
@@ -78,9 +82,10 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
 
   const VoiceModel* const voice_;
   VoiceMetrics* const metrics_;
+  const AdmittedCall admitted_;
   const riva::RecognizeRequest* const request_;
   riva::RecognizeResponse* const response_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -93,7 +98,10 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
                                                     const riva::RecognizeRequest* request,
                                                     riva::RecognizeResponse* response) {
   if (grpc::Status auth = CheckGrpcBearer(context, bearer_token_); !auth.ok()) return Reply(context, auth);
-  if (hub_->draining()) return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
+  // Admitted before its audio is decoded: this is the call's draining check. A drain that begins from here on
+  // waits for it, and its windows are not refused for draining.
+  AdmittedCall admitted = hub_->state().Admit();
+  if (!admitted) return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
   absl::StatusOr<const VoiceModel*> voice = models_.Find(request->config().model());
   if (!voice.ok()) return Reply(context, ToGrpcStatus(voice.status()));
   const SpeechModel& model = (*voice)->model;
@@ -103,7 +111,7 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
     metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(audio.status().code()));
     return Reply(context, ToGrpcStatus(audio.status()));
   }
-  auto* reactor = new RecognizeReactor(*voice, &metrics_, request, response);
+  auto* reactor = new RecognizeReactor(*voice, &metrics_, std::move(admitted), request, response);
   reactor->Start(context, std::move(audio->samples));
   return reactor;
 }

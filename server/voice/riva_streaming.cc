@@ -7,8 +7,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "scheduler/sync.h"
 #include "server/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"
@@ -33,9 +33,9 @@ class StreamingReactor final
   }
 
   void OnReadDone(bool ok) override {
-    std::optional<StreamWindow> window;
+    std::optional<ScheduledWindow> window;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (finishing_) return;
       if (!ok) {
         HalfClosed();
@@ -51,7 +51,7 @@ class StreamingReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {  // the client is gone: nothing more can be sent
       FailLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream"));
@@ -65,7 +65,7 @@ class StreamingReactor final
   void OnCancel() override {
     InferHandle handle;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
       handle = window_handle_;
     }
@@ -75,25 +75,32 @@ class StreamingReactor final
   void OnDone() override {
     bool delete_now;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done_ = true;
       if (voice_) {
         metrics_->StreamClosed(voice_->model.config());
         metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kStreaming, finish_code_);
       }
-      delete_now = !window_running_;
+      delete_now = holds_ == 0;  // else the last hold's release deletes
     }
     if (delete_now) delete this;
   }
 
  private:
+  // A window to submit, numbered so that a handle coming back late is not stored for a later window.
+  struct ScheduledWindow {
+    StreamWindow window;
+    uint64_t seq = 0;
+  };
+
   // The first message: the streaming config names the model and the audio format.
   void Configure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!request_.has_streaming_config()) {
       return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      "the first StreamingRecognizeRequest must carry streaming_config"));
     }
-    if (hub_->draining()) return FailLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
+    admitted_ = hub_->state().Admit();  // held until the reactor is deleted: a drain waits for this stream
+    if (!admitted_) return FailLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
     const riva::StreamingRecognitionConfig& config = request_.streaming_config();
     absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
     if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
@@ -170,38 +177,49 @@ class StreamingReactor final
     return session_->backlog_samples() > kMaxBacklogWindows * voice_->model.max_window_samples();
   }
 
-  // The next window to run (marked running), or a closing final result queued for writing.
-  std::optional<StreamWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // The next window to run (marked running, with its two holds taken), or a closing final result queued for
+  // writing.
+  std::optional<ScheduledWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!session_ || window_running_ || finishing_) return std::nullopt;
     std::optional<StreamWindow> window = session_->NextWindow();
     if (window) {
       window_running_ = true;
-      return window;
+      holds_ += 2;  // its completion's and its submitter's (RunWindow)
+      return ScheduledWindow{.window = *std::move(window), .seq = ++window_seq_};
     }
     if (std::optional<WindowOutcome> closing = session_->TakeClosingResult(absl::Now())) Deliver(*closing);
     WriteOrFinishLocked();
     return std::nullopt;
   }
 
-  // Not under mu_: a refused window completes on this thread, inside Run.
-  void RunWindow(std::optional<StreamWindow> window) ABSL_LOCKS_EXCLUDED(mu_) {
-    if (!window) return;
-    InferHandle handle = voice_->model.Run(std::move(window->samples), deadline_,
-                                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
-    absl::MutexLock lock(&mu_);
-    if (window_running_) window_handle_ = std::move(handle);
+  // Not under mu_: a refused window completes on this thread, inside Run (and may finish the stream: the
+  // submitter's hold keeps the reactor until this returns). Every window continues the admitted stream.
+  void RunWindow(std::optional<ScheduledWindow> scheduled) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!scheduled) return;
+    InferHandle handle =
+        voice_->model.Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
+                          [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
+    bool delete_now;
+    {
+      MutexLock lock(&mu_);
+      // Its completion may have come first (a refusal, or a fast batch): then the handle is stale.
+      if (window_running_ && window_seq_ == scheduled->seq) window_handle_ = std::move(handle);
+      delete_now = ReleaseHoldLocked();
+    }
+    if (delete_now) delete this;
   }
 
+  // True when the reactor is to be deleted now: OnDone has run and this was the last hold.
+  bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return --holds_ == 0 && done_; }
+
   void OnWindow(absl::StatusOr<WindowLogProbs> result) ABSL_LOCKS_EXCLUDED(mu_) {
-    std::optional<StreamWindow> next;
-    bool delete_now = false;
+    std::optional<ScheduledWindow> next;
+    bool delete_now;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       window_running_ = false;
       window_handle_ = InferHandle();
-      if (done_) {
-        delete_now = true;  // OnDone already ran and left the deletion to this completion
-      } else if (!finishing_) {
+      if (!finishing_) {
         if (!result.ok()) {
           FailLocked(ToGrpcStatus(result.status()));
         } else if (absl::StatusOr<WindowOutcome> outcome = session_->OnWindowDone(*result, absl::Now());
@@ -217,6 +235,9 @@ class StreamingReactor final
         }
         WriteOrFinishLocked();
       }
+      // This window's hold; a next window holds the reactor itself. Deleting implies no next window: OnDone comes
+      // after Finish, and a finishing stream starts none.
+      delete_now = ReleaseHoldLocked();
     }
     if (delete_now) {
       delete this;
@@ -276,7 +297,7 @@ class StreamingReactor final
   absl::Time deadline_ = absl::InfiniteFuture();
   riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
 
-  absl::Mutex mu_;
+  Mutex mu_;
   // Written once, under mu_, by Configure (before any window exists); read-only after, so RunWindow reads it
   // without the lock.
   const VoiceModel* voice_ = nullptr;
@@ -284,8 +305,11 @@ class StreamingReactor final
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<StreamingAudioDecoder> audio_decoder_ ABSL_GUARDED_BY(mu_);
   std::optional<StreamingSession> session_ ABSL_GUARDED_BY(mu_);
+  AdmittedCall admitted_ ABSL_GUARDED_BY(mu_);  // set by Configure
   bool window_running_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t window_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the running (or last) window's number
   InferHandle window_handle_ ABSL_GUARDED_BY(mu_);
+  int holds_ ABSL_GUARDED_BY(mu_) = 0;  // see the header's Lifetime note
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<riva::StreamingRecognizeResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: being written
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
