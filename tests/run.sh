@@ -15,8 +15,7 @@ ctest --test-dir build --output-on-failure -j 2 --timeout 900
 # The torch-free code again, built by clang (tests/sanitizers/CMakeLists.txt): every torch-free library
 # (backend/base, the backend seam and sim device, scheduler, every server/ file but main, sluice-loadtest's library)
 # compiled with -Wthread-safety -Werror=thread-safety (checks every ABSL_GUARDED_BY), the loadtest unit tests run
-# from it, and the scheduler's tests (the multi-threaded stress test included) and the voice API's (the Riva service
-# in-process, the streaming session) under ThreadSanitizer.
+# from it, and the scheduler's tests (the multi-threaded stress test included) under ThreadSanitizer.
 CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
 cmake --build build-clang -j "$(nproc)"
 ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
