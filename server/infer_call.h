@@ -31,6 +31,8 @@ struct InferCall {
   std::vector<std::string> requested_outputs;  // empty: every output, in declaration order
   InferParameters parameters;                // as the wire carried them; parsed once by ServedModel::Infer
   absl::Time transport_deadline = absl::InfiniteFuture();  // e.g. the gRPC deadline; `timeout` may tighten it
+  // Part of a long call admitted before a drain (ServingState::Admit holds it): not refused for draining.
+  bool continues_admitted = false;
 };
 
 // One requested output: its declaration and the stacked answer [rows, ...].

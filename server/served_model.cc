@@ -5,6 +5,40 @@
 
 namespace sluice {
 
+AdmittedCall& AdmittedCall::operator=(AdmittedCall&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr) state_->Leave();
+    state_ = std::exchange(other.state_, nullptr);
+  }
+  return *this;
+}
+
+AdmittedCall::~AdmittedCall() {
+  if (state_ != nullptr) state_->Leave();
+}
+
+AdmittedCall ServingState::Admit() {
+  MutexLock lock(&mu_);
+  if (draining_.load()) return AdmittedCall();
+  ++admitted_;
+  return AdmittedCall(this);
+}
+
+void ServingState::Leave() {
+  MutexLock lock(&mu_);
+  if (--admitted_ == 0) left_.SignalAll();
+}
+
+void ServingState::WaitForAdmittedCalls() {
+  MutexLock lock(&mu_);
+  while (admitted_ > 0) left_.Wait(&mu_);
+}
+
+int64_t ServingState::admitted_calls() const {
+  MutexLock lock(&mu_);
+  return admitted_;
+}
+
 ServedModel::ServedModel(const ServedModelOptions& options)
     : config_(options.config), state_(options.state), clock_(options.clock) {}
 
@@ -51,7 +85,8 @@ InferHandle ServedModel::Infer(absl::StatusOr<InferCall> call, InferCompletion d
 
 absl::StatusOr<std::shared_ptr<PendingInference>> ServedModel::Prepare(InferCall& call, InferCompletion& done,
                                                                        ValidatedRequest& validated) {
-  if (state_->draining()) return absl::UnavailableError("server is draining; not accepting requests");
+  // A later window of a Recognize or stream admitted before the drain finishes that call (the drain waits for it).
+  if (state_->draining() && !call.continues_admitted) return absl::UnavailableError("server is draining; not accepting requests");
   absl::StatusOr<InferOptions> options =
       ParseInferParameters(call.parameters, config_->batching.priority_levels, clock_->Now());
   if (!options.ok()) return options.status();

@@ -210,11 +210,13 @@ absl::Status Server::LoadModels() {
 bool Server::Drain(absl::Duration grace) {
   hub_->state().BeginDrain();
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
-  // StopAll returns once every accepted request is answered. It may outlive the grace period (the caller then
-  // exits), so it runs on a detached thread that owns nothing on this stack.
+  // The long calls admitted before the drain (Riva Recognize windows, streams) run to their end first, their
+  // later windows still accepted; then StopAll returns once every accepted request is answered. Both may outlive
+  // the grace period (the caller then exits), so they run on a detached thread that owns nothing on this stack.
   auto stopped = std::make_shared<std::promise<void>>();
   std::future<void> done = stopped->get_future();
   std::thread([hub = hub_.get(), stopped] {
+    hub->state().WaitForAdmittedCalls();
     hub->StopAll();
     stopped->set_value();
   }).detach();

@@ -39,7 +39,8 @@ class Server {
   // server ready. An error leaves the server not ready (the caller exits).
   absl::Status LoadModels();
 
-  // Not ready at once, new inference refused (Unavailable), accepted requests finished. Returns false when the
+  // Not ready at once, new inference refused (Unavailable), accepted requests finished — a Riva Recognize or
+  // stream admitted before (ServingState::Admit) to its end, later windows included. Returns false when the
   // grace period ran out first (requests are still running). The listeners are closed only when it returns true.
   bool Drain(absl::Duration grace);
 

@@ -80,10 +80,11 @@ absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   const int64_t in_flight = server.hub().InFlight();
-  spdlog::info("{}: draining {} accepted request(s), grace {:.1f} s", strsignal(signal_number), in_flight,
-               config.drain_grace_seconds);
+  spdlog::info("{}: draining {} accepted request(s) and {} voice call(s), grace {:.1f} s", strsignal(signal_number),
+               in_flight, server.hub().state().admitted_calls(), config.drain_grace_seconds);
   if (!server.Drain(absl::Seconds(config.drain_grace_seconds))) {
-    spdlog::error("grace period over with {} request(s) unfinished; exiting anyway", server.hub().InFlight());
+    spdlog::error("grace period over with {} request(s) and {} voice call(s) unfinished; exiting anyway",
+                  server.hub().InFlight(), server.hub().state().admitted_calls());
     std::fflush(nullptr);
     std::_Exit(3);
   }

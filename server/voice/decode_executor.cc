@@ -15,7 +15,7 @@ DecodeExecutor::~DecodeExecutor() noexcept { WaitIdle(); }
 
 absl::Status DecodeExecutor::Submit(int64_t bytes, std::function<void()> work) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const int slots = limits_.concurrency + limits_.max_waiting;
     if (admitted_ >= slots) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -42,7 +42,7 @@ absl::Status DecodeExecutor::Submit(int64_t bytes, std::function<void()> work) {
 }
 
 void DecodeExecutor::Done(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   --admitted_;
   bytes_ -= bytes;
 }
@@ -52,7 +52,7 @@ void DecodeExecutor::WaitIdle() {
 }
 
 int DecodeExecutor::admitted() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return admitted_;
 }
 

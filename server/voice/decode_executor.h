@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "scheduler/sync.h"
 
 namespace sluice::voice {
 
@@ -50,7 +50,7 @@ class DecodeExecutor {
   const DecodeLimits limits_;
   tbb::task_arena arena_;
   tbb::task_group group_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int admitted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };

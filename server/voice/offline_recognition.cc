@@ -7,7 +7,8 @@
 namespace sluice::voice {
 
 int OfflineRecognition::MaxWindowsInFlight(const SpeechModel& model) {
-  return 2 * model.config().max_batch_size();
+  const int queue = model.config().batching.max_queue_size;
+  return std::max(1, std::min(2 * model.config().max_batch_size(), queue > 0 ? queue : 1));
 }
 
 OfflineRecognition::OfflineRecognition(const SpeechModel* model, const CtcDecoder* decoder,
@@ -40,8 +41,9 @@ std::shared_ptr<OfflineRecognition> OfflineRecognition::Start(const SpeechModel*
   }
   self->plan_ = *std::move(plan);
   {
-    absl::MutexLock lock(&self->mu_);
+    MutexLock lock(&self->mu_);
     self->window_log_probs_.resize(self->plan_.size());
+    self->window_finished_.resize(self->plan_.size());
     self->handles_.resize(self->plan_.size());
   }
   self->SubmitMore();
@@ -53,7 +55,7 @@ void OfflineRecognition::SubmitMore() {
   for (;;) {
     size_t index;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (answered_ || next_window_ >= plan_.size() || in_flight_ >= limit) return;
       index = next_window_++;
       ++in_flight_;
@@ -61,29 +63,42 @@ void OfflineRecognition::SubmitMore() {
     const AudioWindow& window = plan_[index];
     std::vector<float> samples(audio_.begin() + window.start_sample,
                                audio_.begin() + window.start_sample + window.num_samples);
-    // Not under mu_: a refused window completes on this thread, inside Run.
-    InferHandle handle = model_->Run(std::move(samples), deadline_,
+    // Not under mu_: a refused window completes on this thread, inside Run. Every window, the first included,
+    // continues the call the caller admitted (a drain begun since does not refuse it).
+    InferHandle handle = model_->Run(std::move(samples), deadline_, /*continues_admitted=*/true,
                                      [self = shared_from_this(), index](absl::StatusOr<WindowLogProbs> result) {
                                        self->OnWindow(index, std::move(result));
                                      });
-    absl::MutexLock lock(&mu_);
-    handles_[index] = std::move(handle);
+    bool unwanted;
+    {
+      MutexLock lock(&mu_);
+      // Answered meanwhile (by this window's refusal, another window's failure, a cancel): handles_ is gone.
+      unwanted = answered_;
+      if (!unwanted && !window_finished_[index]) handles_[index] = std::move(handle);
+    }
+    if (unwanted) {
+      handle.Cancel();  // withdraws it if it is still queued; its completion then finds the answer given
+      return;
+    }
   }
 }
 
 void OfflineRecognition::OnWindow(size_t index, absl::StatusOr<WindowLogProbs> result) {
+  bool all_done = false;
+  {
+    MutexLock lock(&mu_);
+    --in_flight_;
+    if (answered_) return;
+    window_finished_[index] = true;
+    handles_[index] = InferHandle();
+    if (result.ok()) {
+      window_log_probs_[index] = std::move(result->values);
+      all_done = ++completed_ == plan_.size();
+    }
+  }
   if (!result.ok()) {
     Fail(result.status());
     return;
-  }
-  bool all_done;
-  {
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
-    if (answered_) return;
-    window_log_probs_[index] = std::move(result->values);
-    handles_[index] = InferHandle();
-    all_done = ++completed_ == plan_.size();
   }
   if (all_done) {
     Finish();
@@ -93,17 +108,18 @@ void OfflineRecognition::OnWindow(size_t index, absl::StatusOr<WindowLogProbs> r
 }
 
 bool OfflineRecognition::Claim() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (answered_) return false;
   answered_ = true;
   return true;
 }
 
 void OfflineRecognition::Fail(const absl::Status& status) {
-  if (!Claim()) return;
   std::vector<InferHandle> handles;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
+    if (answered_) return;
+    answered_ = true;  // from here on no handle is stored (SubmitMore cancels the ones that come back)
     handles.swap(handles_);
   }
   for (const InferHandle& handle : handles) handle.Cancel();  // the other windows' work is no longer wanted
@@ -116,7 +132,7 @@ void OfflineRecognition::Finish() {
   if (!Claim()) return;
   std::vector<std::vector<float>> windows;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     windows.swap(window_log_probs_);
   }
   const int64_t classes = static_cast<int64_t>(model_->speech().vocabulary.size());

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "scheduler/sync.h"
 #include "server/grpc_service.h"
 #include "server/voice/offline_recognition.h"
 #include "server/voice/riva_results.h"
@@ -30,12 +31,14 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const grpc
 // One Recognize call: lives from the handler until gRPC's OnDone and the end of DecodeAndStart (whichever is
 // later deletes it: the decoding thread may still be in Start when a scheduler thread's answer has finished the
 // call); finished exactly once — by Refuse, or by the recognition's completion (a scheduler thread, or the
-// decoding thread when the first window is refused).
+// decoding thread when the first window is refused). It holds the call's admission until it is deleted, so a
+// drain waits for the answer (decoding included) to be sent.
 class RecognizeReactor final : public grpc::ServerUnaryReactor {
  public:
   RecognizeReactor(grpc::CallbackServerContext* context, const VoiceModel* voice, VoiceMetrics* metrics,
-                   const riva::RecognizeRequest* request, riva::RecognizeResponse* response)
-      : context_(context), voice_(voice), metrics_(metrics), request_(request), response_(response) {}
+                   AdmittedCall admitted, const riva::RecognizeRequest* request, riva::RecognizeResponse* response)
+      : context_(context), voice_(voice), metrics_(metrics), admitted_(std::move(admitted)), request_(request),
+        response_(response) {}
 
   // Decodes the request's audio (already probed: its size is within the limits) and starts its recognition, or
   // answers why not. On a DecodeExecutor thread, or the handler's for small audio. Called once, or else
@@ -54,7 +57,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   void OnCancel() override {
     std::shared_ptr<OfflineRecognition> recognition;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       recognition = recognition_;
     }
     if (recognition) recognition->Cancel();
@@ -63,7 +66,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override {
     bool delete_now;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done_ = true;
       delete_now = !starting_;
     }
@@ -74,7 +77,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   void Release() {
     bool delete_now;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       starting_ = false;
       delete_now = done_;
     }
@@ -109,7 +112,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
         &voice_->model, voice_->decoder.get(), std::move(audio), DeadlineOf(context),
         [this](absl::StatusOr<OfflineResult> result) { Answer(std::move(result)); });
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       recognition_ = recognition;
     }
     if (context->IsCancelled()) recognition->Cancel();
@@ -135,9 +138,10 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   grpc::CallbackServerContext* const context_;
   const VoiceModel* const voice_;
   VoiceMetrics* const metrics_;
+  const AdmittedCall admitted_;
   const riva::RecognizeRequest* const request_;
   riva::RecognizeResponse* const response_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
   bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
   bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
@@ -167,7 +171,10 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
                                                     const riva::RecognizeRequest* request,
                                                     riva::RecognizeResponse* response) {
   if (grpc::Status auth = CheckGrpcBearer(context, bearer_token_); !auth.ok()) return Reply(context, auth);
-  if (hub_->draining()) return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
+  // Admitted before its audio is decoded: this is the call's draining check. A drain that begins from here on
+  // waits for it, and its windows are not refused for draining.
+  AdmittedCall admitted = hub_->state().Admit();
+  if (!admitted) return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
   absl::StatusOr<const VoiceModel*> voice = models_.Find(request->config().model());
   if (!voice.ok()) return Reply(context, ToGrpcStatus(voice.status()));
   const SpeechModel& model = (*voice)->model;
@@ -178,13 +185,13 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
     metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(extent.status().code()));
     return Reply(context, ToGrpcStatus(extent.status()));
   }
-  auto* reactor = new RecognizeReactor(context, *voice, &metrics_, request, response);
+  auto* reactor = new RecognizeReactor(context, *voice, &metrics_, std::move(admitted), request, response);
   const int64_t peak_bytes = DecodePeakBytes(*extent, model.sample_rate(), max_seconds);
   if (peak_bytes <= kInlineDecodeBytes) {
     reactor->DecodeAndStart();
-  } else if (absl::Status admitted = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
+  } else if (absl::Status queued = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
              !admitted.ok()) {
-    reactor->RefuseUnstarted(admitted);
+    reactor->RefuseUnstarted(queued);
   }
   return reactor;
 }

@@ -10,8 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "scheduler/sync.h"
 #include "server/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"
@@ -34,16 +34,16 @@ class StreamingReactor final
       deadline_ = absl::FromChrono(context->deadline());
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       StartReadLocked();
     }
     ArmIdleAlarm();
   }
 
   void OnReadDone(bool ok) override {
-    std::optional<StreamWindow> window;
+    std::optional<ScheduledWindow> window;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       reading_ = false;
       if (finishing_) return;
       if (!ok) {
@@ -61,7 +61,7 @@ class StreamingReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {  // the client is gone: nothing more can be sent
       FailLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client closed the stream"));
@@ -75,7 +75,7 @@ class StreamingReactor final
   void OnCancel() override {
     InferHandle handle;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
       handle = window_handle_;
     }
@@ -85,14 +85,16 @@ class StreamingReactor final
   void OnDone() override {
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
+    AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done_ = true;
       if (voice_) {
         metrics_->StreamClosed(voice_->model.config());
         metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kStreaming, finish_code_);
       }
-      delete_now = CanDeleteLocked();
+      admitted = std::move(admitted_);
+      delete_now = holds_ == 0;
       if (alarm_pending_) alarm = idle_alarm_;
     }
     if (delete_now) {
@@ -111,7 +113,8 @@ class StreamingReactor final
       return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      "the first StreamingRecognizeRequest must carry streaming_config"));
     }
-    if (hub_->draining()) return FailLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
+    admitted_ = hub_->state().Admit();  // held until OnDone: a drain waits for this stream
+    if (!admitted_) return FailLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
     const riva::StreamingRecognitionConfig& config = request_.streaming_config();
     absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
     if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
@@ -171,11 +174,13 @@ class StreamingReactor final
     auto bytes = std::make_shared<std::string>(std::move(chunk));
     StreamingAudioDecoder* decoder = audio_decoder_.get();
     decoding_ = true;
-    absl::Status admitted =
+    ++holds_;  // the decode's, released at the end of OnChunkDecoded
+    absl::Status queued =
         decodes_->Submit(peak_bytes, [this, decoder, bytes] { OnChunkDecoded(DecodeChunk(decoder, *bytes)); });
-    if (!admitted.ok()) {
+    if (!queued.ok()) {
       decoding_ = false;
-      FailLocked(ToGrpcStatus(admitted));
+      --holds_;  // in a reaction (OnReadDone): OnDone cannot have run, so this is never the deleting release
+      FailLocked(ToGrpcStatus(queued));
     }
   }
 
@@ -190,15 +195,13 @@ class StreamingReactor final
     return samples;
   }
 
+  // On a DecodeExecutor thread, holding the decode's hold until its last step.
   void OnChunkDecoded(absl::StatusOr<std::vector<float>> samples) ABSL_LOCKS_EXCLUDED(mu_) {
-    std::optional<StreamWindow> window;
-    bool delete_now = false;
+    std::optional<ScheduledWindow> window;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       decoding_ = false;
-      if (done_) {
-        delete_now = CanDeleteLocked();
-      } else if (!finishing_) {
+      if (!done_ && !finishing_) {
         if (!samples.ok()) {
           FailLocked(ToGrpcStatus(samples.status()));
         } else {
@@ -208,12 +211,9 @@ class StreamingReactor final
         WriteOrFinishLocked();
       }
     }
-    if (delete_now) {
-      delete this;
-      return;
-    }
     RunWindow(std::move(window));
     ArmIdleAlarm();
+    ReleaseHold();
   }
 
   void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -228,9 +228,10 @@ class StreamingReactor final
     std::shared_ptr<grpc::Alarm> alarm;
     absl::Time at;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (alarm_pending_ || finishing_ || done_ || idle_timeout_ == absl::InfiniteDuration()) return;
       alarm_pending_ = true;
+      ++holds_;  // the alarm's, released at the end of OnIdleAlarm
       idle_alarm_ = alarm = std::make_shared<grpc::Alarm>();
       at = (reading_ ? read_started_ : absl::Now()) + idle_timeout_;
     }
@@ -240,13 +241,11 @@ class StreamingReactor final
   }
 
   void OnIdleAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_) {
-    bool delete_now = false, rearm = false;
+    bool rearm = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       alarm_pending_ = false;
-      if (done_) {
-        delete_now = CanDeleteLocked();
-      } else if (fired && !finishing_) {
+      if (!done_ && fired && !finishing_) {
         if (reading_ && absl::Now() - read_started_ >= idle_timeout_) {
           FailLocked(grpc::Status(
               grpc::StatusCode::DEADLINE_EXCEEDED,
@@ -258,17 +257,20 @@ class StreamingReactor final
         }
       }
     }
+    if (rearm) ArmIdleAlarm();  // takes the next alarm's hold before this one is released
     // Deleting destroys the Alarm whose callback this is: gRPC keeps its state alive until the callback returns.
-    if (delete_now) {
-      delete this;
-      return;
-    }
-    if (rearm) ArmIdleAlarm();
+    ReleaseHold();
   }
 
-  // After OnDone, the last pending completion (window, decode, idle alarm) deletes the reactor.
-  bool CanDeleteLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return done_ && !window_running_ && !decoding_ && !alarm_pending_;
+  // Releases one hold (see the header's Lifetime note); the last one after OnDone deletes the reactor. Nothing
+  // may touch `this` after it.
+  void ReleaseHold() ABSL_LOCKS_EXCLUDED(mu_) {
+    bool delete_now;
+    {
+      MutexLock lock(&mu_);
+      delete_now = --holds_ == 0 && done_;
+    }
+    if (delete_now) delete this;
   }
 
   // The client finished sending: flush the decoder, then the session finishes its segment.
@@ -305,38 +307,52 @@ class StreamingReactor final
     return session_->backlog_samples() > kMaxBacklogWindows * voice_->model.max_window_samples();
   }
 
-  // The next window to run (marked running), or a closing final result queued for writing.
-  std::optional<StreamWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // A window to submit, numbered so that a handle coming back late is not stored for a later window.
+  struct ScheduledWindow {
+    StreamWindow window;
+    uint64_t seq = 0;
+  };
+
+  // The next window to run (marked running, with its two holds taken), or a closing final result queued for
+  // writing.
+  std::optional<ScheduledWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!session_ || window_running_ || finishing_) return std::nullopt;
     std::optional<StreamWindow> window = session_->NextWindow();
     if (window) {
       window_running_ = true;
-      return window;
+      holds_ += 2;  // its completion's (OnWindow) and its submitter's (RunWindow)
+      return ScheduledWindow{.window = *std::move(window), .seq = ++window_seq_};
     }
     if (std::optional<WindowOutcome> closing = session_->TakeClosingResult(absl::Now())) Deliver(*closing);
     WriteOrFinishLocked();
     return std::nullopt;
   }
 
-  // Not under mu_: a refused window completes on this thread, inside Run.
-  void RunWindow(std::optional<StreamWindow> window) ABSL_LOCKS_EXCLUDED(mu_) {
-    if (!window) return;
-    InferHandle handle = voice_->model.Run(std::move(window->samples), deadline_,
-                                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
-    absl::MutexLock lock(&mu_);
-    if (window_running_) window_handle_ = std::move(handle);
+  // Not under mu_: a refused window completes on this thread, inside Run (and may finish the stream, after which
+  // OnDone may run on another thread: the submitter's hold keeps the reactor until this returns). Every window
+  // continues the admitted stream, so none is refused for draining.
+  void RunWindow(std::optional<ScheduledWindow> scheduled) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!scheduled) return;
+    InferHandle handle =
+        voice_->model.Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
+                          [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
+    {
+      MutexLock lock(&mu_);
+      // Its completion may have come first (a refusal, or a fast batch): then the handle is stale.
+      if (window_running_ && window_seq_ == scheduled->seq) window_handle_ = std::move(handle);
+    }
+    ReleaseHold();
   }
 
+  // A window's completion (a scheduler thread, or RunWindow's inside Run), holding the window's hold until its
+  // last step.
   void OnWindow(absl::StatusOr<WindowLogProbs> result) ABSL_LOCKS_EXCLUDED(mu_) {
-    std::optional<StreamWindow> next;
-    bool delete_now = false;
+    std::optional<ScheduledWindow> next;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       window_running_ = false;
       window_handle_ = InferHandle();
-      if (done_) {
-        delete_now = CanDeleteLocked();  // OnDone already ran and left the deletion to the last completion
-      } else if (!finishing_) {
+      if (!done_ && !finishing_) {
         if (!result.ok()) {
           FailLocked(ToGrpcStatus(RefusedWindow(result.status())));
         } else if (absl::StatusOr<WindowOutcome> outcome = session_->OnWindowDone(*result, absl::Now());
@@ -353,12 +369,9 @@ class StreamingReactor final
         WriteOrFinishLocked();
       }
     }
-    if (delete_now) {
-      delete this;
-      return;
-    }
     RunWindow(std::move(next));
     ArmIdleAlarm();
+    ReleaseHold();
   }
 
   // A refused window ends the stream (see the header): the status says so and how far the stream got.
@@ -422,7 +435,7 @@ class StreamingReactor final
   absl::Time deadline_ = absl::InfiniteFuture();
   riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
 
-  absl::Mutex mu_;
+  Mutex mu_;
   // Written once, under mu_, by Configure (before any window exists); read-only after, so RunWindow reads it
   // without the lock.
   const VoiceModel* voice_ = nullptr;
@@ -437,8 +450,13 @@ class StreamingReactor final
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<grpc::Alarm> idle_alarm_ ABSL_GUARDED_BY(mu_);
   std::optional<StreamingSession> session_ ABSL_GUARDED_BY(mu_);
+  AdmittedCall admitted_ ABSL_GUARDED_BY(mu_);  // set by Configure, released by OnDone
   bool window_running_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t window_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the running (or last) window's number
   InferHandle window_handle_ ABSL_GUARDED_BY(mu_);
+  // Work in flight outside gRPC's reactions that uses `this`: two per running window, one per offloaded decode,
+  // one per pending idle alarm (the header's Lifetime note).
+  int holds_ ABSL_GUARDED_BY(mu_) = 0;
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<riva::StreamingRecognizeResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: being written
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -9,12 +9,19 @@
 // the DecodeExecutor (no read is outstanding meanwhile), and one the executor refuses ends the stream with
 // RESOURCE_EXHAUSTED. A stream from which no message arrives for `idle_timeout` while the server waits for one
 // ends with DEADLINE_EXCEEDED (not while flow control holds it back). Each chunk's bytes are freed once decoded.
-// Refused windows: a window the model refuses (its queue is full: RESOURCE_EXHAUSTED, or any other error) ends
-// the whole stream with that code. A stream's windows cannot be skipped without a gap in its transcript, nor
-// retried without its backlog growing under the very overload that refused it; the message says how much audio
-// was processed, and the client reconnects (resending the audio after its last final result).
-// Lifetime: created by the handler, deleted at gRPC's OnDone or, if a window, a decode or the idle alarm is still
-// pending then, by the last of those to complete.
+// Refused windows: a window the model refuses (its queue is full: RESOURCE_EXHAUSTED, a deadline passed, or any
+// other error) ends the whole stream with that code. A stream's windows cannot be skipped without a gap in its
+// transcript, nor retried without its backlog growing under the very overload that refused it; the message says
+// how much audio was processed, and the client reconnects (resending the audio after its last final result).
+// Draining: a stream configured before the drain began is admitted (ServingState::Admit): its windows are not
+// refused for draining and the drain waits for the stream's end (until OnDone), within its grace.
+// Lifetime: created by the handler; deletes itself once gRPC's OnDone has run and no hold is left, whichever comes
+// last. gRPC 1.51's server reactors have no AddHold/RemoveHold, so the reactor counts its own holds for all work
+// that uses it outside gRPC's reactions: each running window takes two (its completion's, released as OnWindow's
+// last step, and its submitter's, released after RunWindow stores the handle, since either may run after the other
+// has finished the stream: a window refused inside Run completes, and may Finish, before Run returns), an
+// offloaded decode one (released as OnChunkDecoded's last step) and a pending idle alarm one (released as
+// OnIdleAlarm's last step). gRPC calls OnDone only after Finish and after every reaction has returned.
 // Thread-safety: gRPC callbacks, window completions (scheduler threads), decode completions (DecodeExecutor
 // threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside

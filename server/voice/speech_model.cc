@@ -27,7 +27,8 @@ int64_t SpeechModel::FramesFor(int64_t samples) const {
   return (samples + per_frame - 1) / per_frame;
 }
 
-InferHandle SpeechModel::Run(std::vector<float> samples, absl::Time deadline, WindowDone done) const {
+InferHandle SpeechModel::Run(std::vector<float> samples, absl::Time deadline, bool continues_admitted,
+                             WindowDone done) const {
   const ModelConfig& config = model_->config();
   InferCall call;
   std::string& bytes = call.storage.emplace_back(samples.size() * sizeof(float), '\0');
@@ -38,6 +39,7 @@ InferHandle SpeechModel::Run(std::vector<float> samples, absl::Time deadline, Wi
                                    .bytes = std::string_view(bytes)});
   call.requested_outputs.push_back(config.speech->output);
   call.transport_deadline = deadline;
+  call.continues_admitted = continues_admitted;
   const int64_t classes = static_cast<int64_t>(config.speech->vocabulary.size());
   return model_->Infer(std::move(call), [classes, done = std::move(done)](absl::StatusOr<InferResult> result) {
     if (!result.ok()) {

@@ -42,7 +42,9 @@ class SpeechModel {
   ServedModel& served() const { return *model_; }
 
   // Runs `samples` (mono, at sample_rate(), 1..max_window_samples()) as one request. `deadline` bounds the wait.
-  InferHandle Run(std::vector<float> samples, absl::Time deadline, WindowDone done) const;
+  // `continues_admitted`: the window belongs to a call admitted with ServingState::Admit, whose admission the
+  // caller holds: not refused for draining (InferCall::continues_admitted).
+  InferHandle Run(std::vector<float> samples, absl::Time deadline, bool continues_admitted, WindowDone done) const;
 
  private:
   explicit SpeechModel(ServedModel* model) : model_(model) {}

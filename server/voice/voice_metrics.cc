@@ -79,13 +79,13 @@ VoiceMetrics::ModelSeries* VoiceMetrics::Series(const ModelConfig& model) {
 
 void VoiceMetrics::RecordAudio(const ModelConfig& model, VoiceApi api, double seconds) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model)->audio[static_cast<int>(api)]->Increment(seconds);
 }
 
 void VoiceMetrics::RecordProcessed(const ModelConfig& model, VoiceApi api, double seconds, absl::Time now) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ModelSeries* s = Series(model);
   s->processed[static_cast<int>(api)]->Increment(seconds);
   s->window.Add(now, seconds);
@@ -93,7 +93,7 @@ void VoiceMetrics::RecordProcessed(const ModelConfig& model, VoiceApi api, doubl
 
 void VoiceMetrics::RecordAnswer(const ModelConfig& model, VoiceApi api, int grpc_code) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model);
   requests_family_->Add({{"model", model.name}, {"api", ApiName(api)}, {"code", absl::StrCat(grpc_code)}})
       .Increment();
@@ -101,30 +101,30 @@ void VoiceMetrics::RecordAnswer(const ModelConfig& model, VoiceApi api, int grpc
 
 void VoiceMetrics::StreamOpened(const ModelConfig& model) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model)->streams->Increment();
 }
 
 void VoiceMetrics::StreamClosed(const ModelConfig& model) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model)->streams->Decrement();
 }
 
 void VoiceMetrics::RecordChunkLatency(const ModelConfig& model, absl::Duration latency) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model)->chunk_latency->Observe(absl::ToDoubleSeconds(latency));
 }
 
 void VoiceMetrics::RecordFinalLatency(const ModelConfig& model, absl::Duration latency) {
   if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Series(model)->final_latency->Observe(absl::ToDoubleSeconds(latency));
 }
 
 void VoiceMetrics::Refresh(absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [name, s] : models_) {
     s.rtfx->Set(s.window.PerSecond(now));
     const double dollars = metrics_->ModelDollarsSoFar(*s.config, now);

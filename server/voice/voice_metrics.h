@@ -17,11 +17,11 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "scheduler/sync.h"
 #include "server/server_metrics.h"
 
 namespace sluice::voice {
@@ -72,7 +72,7 @@ class VoiceMetrics {
   prometheus::Family<prometheus::Histogram>* final_family_ = nullptr;
   prometheus::Family<prometheus::Gauge>* rtfx_family_ = nullptr;
   prometheus::Family<prometheus::Gauge>* per_dollar_family_ = nullptr;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<std::string, ModelSeries> models_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,7 +8,7 @@
 namespace sluice::voice {
 
 absl::Status VoiceModels::EnsureBuilt() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (built_) return absl::OkStatus();
   if (hub_->models().empty()) {  // not published yet
     return absl::UnavailableError("the server is loading its models; retry when it is ready");
@@ -31,7 +31,7 @@ absl::Status VoiceModels::EnsureBuilt() {
 
 absl::StatusOr<std::vector<const VoiceModel*>> VoiceModels::All() {
   if (absl::Status built = EnsureBuilt(); !built.ok()) return built;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<const VoiceModel*> all;
   for (const auto& model : models_) all.push_back(model.get());
   return all;

@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "scheduler/sync.h"
 #include "server/model_hub.h"
 #include "server/voice/ctc_decoder.h"
 #include "server/voice/speech_model.h"
@@ -47,7 +47,7 @@ class VoiceModels {
 
   ModelHub* const hub_;
   const std::string default_model_;
-  absl::Mutex mu_;
+  Mutex mu_;
   bool built_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::unique_ptr<VoiceModel>> models_ ABSL_GUARDED_BY(mu_);  // sorted by name
 };

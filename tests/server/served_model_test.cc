@@ -314,6 +314,25 @@ TEST_F(ServedModelTest, WhileDrainingEveryCallIsRefusedAsUnavailable) {
   EXPECT_EQ(Requests("rejected"), 1);
 }
 
+TEST_F(ServedModelTest, WhileDrainingACallContinuingAnAdmittedOneIsServedAndTheDrainWaitsForTheAdmission) {
+  AdmittedCall admitted = state_.Admit();
+  ASSERT_TRUE(admitted);
+  state_.BeginDrain();
+  EXPECT_FALSE(state_.Admit());  // a new long call is refused from now on
+  InferCall continuing = TokensCall(2, 1);
+  continuing.continues_admitted = true;
+  std::shared_ptr<Answers> answers = Infer(std::move(continuing));
+  ASSERT_TRUE(answers->WaitForOne());
+  EXPECT_TRUE(answers->first().ok()) << answers->first().status();
+  EXPECT_EQ(Infer(TokensCall(1, 1))->first().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(state_.admitted_calls(), 1);
+  std::thread waiter([&] { state_.WaitForAdmittedCalls(); });
+  admitted = AdmittedCall();  // given back: the waiter returns
+  waiter.join();
+  EXPECT_EQ(state_.admitted_calls(), 0);
+  FinishEverything();
+}
+
 TEST_F(ServedModelTest, ACallWhoseFirstRowFindsTheQueueFullIsRefusedWhole) {
   std::shared_ptr<Answers> blocker = OccupyInstance();
   std::shared_ptr<Answers> filler = Infer(TokensCall(3, 1));  // max_queue_size 3
