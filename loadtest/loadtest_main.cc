@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
                "verdicts, --verify against reference outputs, cost per success, /metrics scraping, sweeps, JSON/SVG "
                "reports, --compare"};
   app.set_help_all_flag("--help-all");
+  app.set_version_flag("--version", "sluice-loadtest " SLUICE_VERSION);
 
   app.add_option("--api", o.api,
                  "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "
