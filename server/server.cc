@@ -65,7 +65,8 @@ std::string WhyCannotBind(const std::string& address) {
   addr.sin6_addr = in6addr_any;
   const bool in_use = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == EADDRINUSE;
   ::close(fd);
-  return in_use ? "address already in use (is another server running?)" : "gRPC's own account is logged at log_level: debug";
+  return in_use ? "address already in use (is another server running?)"
+                : "gRPC's own account is logged at log_level: debug";
 }
 
 // Server reflection describes the whole API to any caller, and gRPC offers no way to put it behind the token
