@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 done (every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments "
              "or files, 3 the server could not be used (unreachable, a model not served, or no measured request "
              "succeeded: the report names each error code's first message)");
+  app.set_version_flag("--version", "sluice-loadtest " SLUICE_VERSION);
 
   app.add_option("--api", o.api,
                  "kserve (KServe v2 inference), riva-offline (Riva Recognize: one WAV file per request) or "

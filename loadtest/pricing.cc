@@ -3,46 +3,20 @@
 #include <cmath>
 #include <limits>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
+#include "backend/base/cost.h"
 #include "backend/base/status_macros.h"
-#include "backend/base/yaml_node.h"
 
 namespace sluice::loadtest {
 
 absl::StatusOr<Pricing> LoadPricingPreset(const std::string& path, const std::string& name) {
-  SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
-  SLUICE_ASSIGN_OR_RETURN(YamlNode presets, root.Required("presets"));
-  SLUICE_RETURN_IF_ERROR(presets.ExpectMap());
-  std::optional<YamlNode> preset = presets.Optional(name);
-  if (!preset) return presets.Error(absl::StrCat("no preset '", name, "'"));
-  SLUICE_RETURN_IF_ERROR(preset->ExpectMap());
+  SLUICE_ASSIGN_OR_RETURN(CostConfig preset, sluice::LoadPricingPreset(path, name));
   Pricing pricing;
-  pricing.preset = name;
-  SLUICE_ASSIGN_OR_RETURN(YamlNode hourly, preset->Required("hourly_usd"));
-  SLUICE_ASSIGN_OR_RETURN(pricing.hourly_usd, hourly.AsDouble());
-  if (!(std::isfinite(pricing.hourly_usd) && pricing.hourly_usd > 0)) return hourly.Error("must be a positive price");
-  SLUICE_ASSIGN_OR_RETURN(YamlNode accelerators, preset->Required("accelerators"));
-  SLUICE_ASSIGN_OR_RETURN(int64_t count, accelerators.AsInt());
-  // Bounded so that the int it is stored in keeps it (4294967296 would become 0).
-  if (count < 1 || count > std::numeric_limits<int>::max()) {
-    return accelerators.Error(absl::StrCat("must be between 1 and ", std::numeric_limits<int>::max()));
-  }
-  pricing.accelerators = static_cast<int>(count);
-  if (std::optional<YamlNode> source = preset->Optional("source")) {
-    SLUICE_ASSIGN_OR_RETURN(pricing.source, source->AsString());
-  }
-  // The date: the preset's own, else the file's snapshot date.
-  if (std::optional<YamlNode> date = preset->Optional("date")) {
-    SLUICE_ASSIGN_OR_RETURN(pricing.date, date->AsString());
-  } else if (std::optional<YamlNode> snapshot = root.Optional("snapshot")) {
-    SLUICE_ASSIGN_OR_RETURN(pricing.date, snapshot->AsString());
-  }
-  // Unverified: an explicit flag, or a source that says so.
-  if (std::optional<YamlNode> unverified = preset->Optional("unverified")) {
-    SLUICE_ASSIGN_OR_RETURN(pricing.unverified, unverified->AsBool());
-  }
-  if (absl::StrContains(pricing.source, "UNVERIFIED")) pricing.unverified = true;
+  pricing.preset = preset.preset;
+  pricing.hourly_usd = preset.hourly_usd;
+  pricing.accelerators = preset.accelerators;
+  pricing.source = preset.source;
+  pricing.date = preset.date;
+  pricing.unverified = preset.unverified;
   return pricing;
 }
 

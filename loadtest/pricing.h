@@ -30,9 +30,10 @@ struct Pricing {
   }
 };
 
-// Reads preset `name` from a pricing YAML. Keys of a preset besides hourly_usd, accelerators, source, date and
-// unverified are ignored (the file is shared with the server's metrics). Without a `date`, the file's top-level
-// `snapshot` is the date; a source containing "UNVERIFIED" marks the price unverified.
+// Reads preset `name` from a pricing YAML with the server's own reader (sluice::LoadPricingPreset in
+// backend/base/cost.h), so a file one accepts the other accepts: keys hourly_usd, accelerators, source, and
+// optional unit, date, unverified. Without a `date`, the file's top-level `snapshot` is the date; a source
+// containing "UNVERIFIED" marks the price unverified.
 absl::StatusOr<Pricing> LoadPricingPreset(const std::string& path, const std::string& name);
 
 struct CostFigures {

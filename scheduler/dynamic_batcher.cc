@@ -172,9 +172,12 @@ class DynamicBatcher final : public Scheduler {
   // One instance and its thread; fixed after construction. What it shares with the batcher thread is its
   // SlotWork in slot_work_, under mu_.
   struct InstanceSlot {
-    InstanceSlot(Backend* b, int i) : backend(b), index(i) {}
+    InstanceSlot(Backend* b, int i) : backend(b), index(i), description(b->Describe()) {}
     Backend* const backend;
     const int index;
+    // Taken once, before serving: error messages built under mu_ use it instead of calling into the backend there
+    // (a hung backend's Describe() might block on the very lock its Execute holds).
+    const std::string description;
     std::thread thread;    // runs the backend (ExecutorLoop)
     std::thread finisher;  // answers executed batches (FinisherLoop)
     CondVar cv;            // a batch was assigned, or shutdown
@@ -507,7 +510,7 @@ class DynamicBatcher final : public Scheduler {
       const FormedBatch& hung = *work.executing;
       const absl::Status status = absl::UnavailableError(absl::StrCat(
           "model ", model_.name, ", bucket (batch ", hung.batch_size, ", length ", table_.length(hung.bucket),
-          "), instance ", i, " (", slots_[i]->backend->Describe(), "): execution did not finish within ",
+          "), instance ", i, " (", slots_[i]->description, "): execution did not finish within ",
           "execution_timeout_ms ", model_.batching.execution_timeout_ms, "; the instance is out of rotation"));
       BatchReport report{static_cast<int>(i), table_.length(hung.bucket), hung.batch_size,
                          static_cast<int>(hung.requests.size()), 0, now - work.executing_since, false};
@@ -560,7 +563,7 @@ class DynamicBatcher final : public Scheduler {
     if (result.ok()) return result;
     return absl::Status(result.status().code(),
                         absl::StrCat("model ", model_.name, ", bucket (batch ", padded.batch_size, ", length ",
-                                     padded.length, "), instance ", slot.index, " (", slot.backend->Describe(),
+                                     padded.length, "), instance ", slot.index, " (", slot.description,
                                      "): ", result.status().message()));
   }
 

@@ -10,6 +10,7 @@
 #include "server/llm/triton_stream.h"
 #include "server/llm/triton_stream_codec.h"
 #include "server/model_descriptions.h"
+#include "server/model_lookup.h"
 
 namespace sluice {
 namespace {
@@ -66,15 +67,6 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   InferHandle handle_ ABSL_GUARDED_BY(mu_);
 };
 
-// The generation model a description request names, when `not_batched` (the batched models' lookup) failed: the
-// model itself, or `not_batched` when there is none by that name either.
-absl::StatusOr<GenerationModel*> GenerationModelFor(const ModelHub& hub, const std::string& name,
-                                                    const std::string& version, const absl::Status& not_batched) {
-  if (!absl::IsNotFound(not_batched) || !(version.empty() || version == "1")) return not_batched;
-  absl::StatusOr<GenerationModel*> model = hub.FindGeneration(name);
-  return model.ok() ? model : not_batched;
-}
-
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -124,15 +116,9 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelReady(grpc::CallbackServerC
                                                            const inference::ModelReadyRequest* request,
                                                            inference::ModelReadyResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
-  absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) {
-    absl::StatusOr<GenerationModel*> generation =
-        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
-    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
-    response->set_ready((*generation)->ready());
-    return Reply(context, grpc::Status::OK);
-  }
-  response->set_ready((*model)->ready());
+  absl::StatusOr<bool> ready = ModelIsReady(*hub_, request->name(), request->version());
+  if (!ready.ok()) return Reply(context, ToGrpcStatus(ready.status()));
+  response->set_ready(*ready);
   return Reply(context, grpc::Status::OK);
 }
 
@@ -148,31 +134,15 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelMetadata(grpc::CallbackServ
                                                               const inference::ModelMetadataRequest* request,
                                                               inference::ModelMetadataResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
-  absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) {
-    absl::StatusOr<GenerationModel*> generation =
-        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
-    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
-    FillGenerationModelMetadata((*generation)->config(), *response);
-    return Reply(context, grpc::Status::OK);
-  }
-  FillModelMetadata((*model)->config(), *response);
-  return Reply(context, grpc::Status::OK);
+  return Reply(context, ToGrpcStatus(DescribeModel(*hub_, request->name(), request->version(), *response)));
 }
 
 grpc::ServerUnaryReactor* InferenceGrpcService::ModelInfer(grpc::CallbackServerContext* context,
                                                            const inference::ModelInferRequest* request,
                                                            inference::ModelInferResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
-  absl::StatusOr<ServedModel*> model = hub_->Find(request->model_name(), request->model_version());
-  if (!model.ok()) {
-    if (GenerationModelFor(*hub_, request->model_name(), request->model_version(), model.status()).ok()) {
-      return Reply(context, ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-                                "model '", request->model_name(),
-                                "' is a text-generation model: use ModelStreamInfer (decoupled streaming)"))));
-    }
-    return Reply(context, ToGrpcStatus(model.status()));
-  }
+  absl::StatusOr<ServedModel*> model = FindInferModel(*hub_, request->model_name(), request->model_version());
+  if (!model.ok()) return Reply(context, ToGrpcStatus(model.status()));
   auto* reactor = new InferReactor(*model, request, response);
   reactor->Start(context);
   return reactor;
@@ -182,16 +152,8 @@ grpc::ServerUnaryReactor* InferenceGrpcService::ModelConfig(grpc::CallbackServer
                                                             const inference::ModelConfigRequest* request,
                                                             inference::ModelConfigResponse* response) {
   if (grpc::Status auth = CheckAuth(context); !auth.ok()) return Reply(context, auth);
-  absl::StatusOr<ServedModel*> model = hub_->Find(request->name(), request->version());
-  if (!model.ok()) {
-    absl::StatusOr<GenerationModel*> generation =
-        GenerationModelFor(*hub_, request->name(), request->version(), model.status());
-    if (!generation.ok()) return Reply(context, ToGrpcStatus(generation.status()));
-    FillGenerationModelConfig((*generation)->config(), *response->mutable_config());
-    return Reply(context, grpc::Status::OK);
-  }
-  FillModelConfig((*model)->config(), *response->mutable_config());
-  return Reply(context, grpc::Status::OK);
+  return Reply(context, ToGrpcStatus(DescribeModelConfig(*hub_, request->name(), request->version(),
+                                                         *response->mutable_config())));
 }
 
 grpc::ServerUnaryReactor* InferenceGrpcService::ModelStatistics(grpc::CallbackServerContext* context,

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
+#include "boost/asio/ssl/error.hpp"
 #include "boost/asio/write.hpp"
 #include "boost/beast/http/error.hpp"
 #include "server/http_wire.h"
@@ -157,7 +158,7 @@ void HttpConnection::NewParser() {
 }
 
 void HttpConnection::BeginRequest() {
-  if (draining_) return StartLinger();
+  if (draining_ || (peer_eof_ && in_.empty())) return StartLinger();  // StartLinger closes after a peer's EOF
   phase_ = Phase::kIdle;
   admission_.store(kWaiting);
   stream_ended_ = false;
@@ -168,6 +169,8 @@ void HttpConnection::BeginRequest() {
     phase_ = Phase::kHead;  // pipelined bytes: the next head has started
     ArmReadTimer(limits_.header_timeout);
     Parse();
+    // The client half-closed after pipelining: a request it did not finish never will be.
+    if (peer_eof_ && (phase_ == Phase::kHead || phase_ == Phase::kBody)) return Close();
   }
   MaybeRead();
 }
@@ -221,8 +224,13 @@ void HttpConnection::OnRead(const error_code& ec, size_t bytes) {
     if (!writing_ && out_.empty() && !finish_when_flushed_) Close();
     return;
   }
-  // EOF or a reset: the client is gone. (A client that half-closes after its request is treated as gone too.)
-  if (ec) return Close();
+  if (ec) {
+    // EOF once a request is complete: the client half-closed (shutdown(SHUT_WR)) and sends no more requests, but
+    // may still read the answer. Anything else (a reset, EOF inside a request) means the client is gone.
+    const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+    if (eof && (phase_ == Phase::kHandling || phase_ == Phase::kResponding)) return OnPeerEof();
+    return Close();
+  }
   in_.append(read_buffer_.data(), bytes);
   if (phase_ == Phase::kIdle) {
     phase_ = Phase::kHead;
@@ -231,6 +239,20 @@ void HttpConnection::OnRead(const error_code& ec, size_t bytes) {
   if (phase_ == Phase::kHead) head_bytes_seen_ = true;
   if (phase_ == Phase::kHead || phase_ == Phase::kBody) Parse();
   MaybeRead();
+}
+
+void HttpConnection::OnPeerEof() {
+  peer_eof_ = true;
+  // Answer what was received in full, then close (BeginRequest); say so in the answer's Connection header.
+  if (in_.empty()) keep_alive_ = false;
+  // A half-close and a full close look the same from here. A full close is told apart by the reset the client's
+  // kernel sends once we write: so an unanswered HTTP/1.1 request gets an interim 100 Continue (every 1.1 client
+  // must accept unexpected 1xx responses; 1.0 clients must not get one), and a reset closes the connection, which
+  // tells the exchange that the client is gone. Otherwise the answer is written as usual.
+  if (phase_ == Phase::kHandling && !http10_) QueueWrite(std::string(kContinue), 0);
+  socket().async_wait(Socket::wait_error, [self = shared_from_this()](const error_code& ec) {
+    if (!ec) self->Close();  // the reset; operation_aborted once we close ourselves
+  });
 }
 
 void HttpConnection::Parse() {
@@ -298,7 +320,7 @@ void HttpConnection::OnRequestDone() {
   parser_.reset();
   ++requests_;
   http10_ = message.version() < 11;
-  keep_alive_ = message.keep_alive() && requests_ < limits_.max_requests_per_connection;
+  keep_alive_ = message.keep_alive() && requests_ < limits_.max_requests_per_connection && !(peer_eof_ && in_.empty());
   head_request_ = message.method() == http::verb::head;
 
   HttpRequest request;

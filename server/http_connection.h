@@ -6,7 +6,8 @@
 // a disconnect is seen and pipelined bytes are kept, up to max_header_bytes) -> responding -> idle again, or
 // closed. Errors before the handler (400/408/413/431/503) are written, then the connection "lingers": it stops
 // sending, discards what the client still sends for up to a second, and closes, so that the client reads the error
-// instead of a reset.
+// instead of a reset. A client that half-closes after a complete request (EOF while it is handled) still gets its
+// answer (and those of requests it pipelined before), then the connection closes.
 //
 // Thread-safety: every field except admission_ is touched only on the connection's strand (the socket's
 // executor), so none is locked. The public methods may be called from any thread: they post to the strand.
@@ -107,6 +108,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void BeginRequest();  // idle: wait for the next head (or parse pipelined bytes)
   void MaybeRead();
   void OnRead(const boost::system::error_code& ec, size_t bytes);
+  void OnPeerEof();  // EOF while a request is handled or answered: the client half-closed (or left)
   void Parse();
   bool OnHeadDone();  // false: the connection was refused or closed
   void OnRequestDone();

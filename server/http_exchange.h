@@ -2,10 +2,12 @@
 // through which it is answered once, either with a whole HttpResponse or with a chunked HttpStream
 // (Server-Sent Events, token streaming). The server side is HttpConnection (server/http_connection.h).
 //
-// Thread-safety: HttpExchange and HttpStream are thread-safe: a handler may answer later, from any thread. Every
-// call only queues work onto the connection's strand (no socket I/O on the caller's thread, no waiting), and
-// every callback (OnClientGone, OnWritable) runs on an io thread of the server with no lock of ours held. Callbacks
-// must not block: they run on the event loop.
+// Thread-safety: HttpExchange and HttpStream may be used from any thread: a handler may answer later. Respond,
+// StartStream, Write, Close and OnWritable only post work to the connection's strand (no socket I/O on the
+// caller's thread, no waiting); OnClientGone and the strand share one leaf mutex per exchange, held only to swap
+// the callback. Callbacks (OnClientGone, OnWritable) run with no lock of ours held, normally on the connection's
+// strand (an io thread: they must not block), except that they run at once on the calling thread when the client
+// (OnClientGone) or the server (OnWritable) is already gone.
 #pragma once
 
 #include <atomic>
@@ -71,7 +73,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   std::shared_ptr<HttpStream> StartStream(int status, std::string content_type, HttpHeaders headers = {});
 
   // Called at most once, on an io thread, when the client disconnects (or the exchange is abandoned by a timeout or
-  // a server stop) before the response was completely written. Set it before submitting work. If the client is
+  // a server stop) before the response was completely written. A client that only half-closed its side after the
+  // request is not gone: it gets the answer. Set it before submitting work. If the client is
   // already gone, it runs at once on the calling thread; once the response is completely written, never.
   void OnClientGone(std::function<void()> callback);
   bool client_gone() const { return client_gone_.load(std::memory_order_acquire); }

@@ -15,6 +15,7 @@
 #include "server/http_server.h"
 #include "server/llm/openai_service.h"
 #include "server/model_descriptions.h"
+#include "server/model_lookup.h"
 #include "server/pending_inference.h"
 #include "server/proto_json.h"
 
@@ -86,7 +87,7 @@ class InferWithdrawal {
 };
 
 void Infer(RouteContext& c) {
-  absl::StatusOr<ServedModel*> model = FindModel(c);
+  absl::StatusOr<ServedModel*> model = FindInferModel(c.hub, c.model, c.version);
   if (!model.ok()) return SendError(*c.exchange, model.status());
   absl::StatusOr<std::optional<size_t>> header_length = BinaryHeaderLength(c.request);
   absl::StatusOr<HttpInferCall> decoded =
@@ -119,28 +120,28 @@ void Infer(RouteContext& c) {
 }
 
 void ModelMetadata(RouteContext& c) {
-  absl::StatusOr<ServedModel*> model = FindModel(c);
-  if (!model.ok()) return SendError(*c.exchange, model.status());
   inference::ModelMetadataResponse metadata;
-  FillModelMetadata((*model)->config(), metadata);
+  if (absl::Status found = DescribeModel(c.hub, c.model, c.version, metadata); !found.ok()) {
+    return SendError(*c.exchange, found);
+  }
   SendMessage(*c.exchange, metadata);
 }
 
 void ModelReady(RouteContext& c) {
-  absl::StatusOr<ServedModel*> model = FindModel(c);
-  if (!model.ok()) return SendError(*c.exchange, model.status());
-  if (!c.hub.ready()) return SendError(*c.exchange, absl::UnavailableError("model not ready (draining)"));
-  if (!(*model)->ready()) {
-    return SendError(*c.exchange, absl::UnavailableError("model not ready: no instance left in rotation"));
+  absl::StatusOr<bool> ready = ModelIsReady(c.hub, c.model, c.version);
+  if (!ready.ok()) return SendError(*c.exchange, ready.status());
+  if (!*ready) {
+    return SendError(*c.exchange, absl::UnavailableError(c.hub.ready() ? "model not ready: no instance left in rotation"
+                                                                        : "model not ready (draining)"));
   }
   SendJson(*c.exchange, 200, R"({"ready":true})");
 }
 
 void ModelConfig(RouteContext& c) {
-  absl::StatusOr<ServedModel*> model = FindModel(c);
-  if (!model.ok()) return SendError(*c.exchange, model.status());
   inference::ModelConfig config;
-  FillModelConfig((*model)->config(), config);
+  if (absl::Status found = DescribeModelConfig(c.hub, c.model, c.version, config); !found.ok()) {
+    return SendError(*c.exchange, found);
+  }
   SendMessage(*c.exchange, config);
 }
 

@@ -61,6 +61,9 @@ void FillModelConfig(const ModelConfig& model, inference::ModelConfig& config) {
   batching->set_max_queue_delay_microseconds(static_cast<uint64_t>(model.batching.max_queue_delay_ms * 1000));
   batching->mutable_default_queue_policy()->set_max_queue_size(model.batching.max_queue_size);
   batching->mutable_default_queue_policy()->set_allow_timeout_override(true);
+  // Triton's meaning, which is sluice's: priorities 1..priority_levels (1 highest), 0 = default_priority_level.
+  batching->set_priority_levels(static_cast<uint64_t>(model.batching.priority_levels));
+  batching->set_default_priority_level(static_cast<uint64_t>(model.batching.default_priority_level));
   for (const InstanceGroup& group : model.instances) {
     auto* instances = config.add_instance_group();
     instances->set_name(absl::StrCat(model.name, "_", DeviceKindName(group.device)));

@@ -1,6 +1,7 @@
 // What the server says about its models, built once as the KServe v2 / Triton protobuf messages: model metadata,
 // Triton's ModelConfig and ModelStatistics. The gRPC front end returns them as they are; the HTTP front end
-// renders the same messages as JSON (server/proto_json.h), so both transports always agree.
+// renders the same messages as JSON (server/proto_json.h). Which model a request names (batched or generation) is
+// decided once for both in server/model_lookup.h, so the transports agree on every model kind.
 // Thread-safety: pure functions.
 #pragma once
 

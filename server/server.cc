@@ -5,11 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <future>
 #include <thread>
 
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -34,12 +36,27 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
+// gRPC's own log lines (gpr_log) go through spdlog like every other line of the server. While the listener binds
+// they are demoted to debug: a port in use makes gRPC print a screen of internal text, and StartGrpc reports the
+// failure itself in one line naming the cause.
+std::atomic<bool> grpc_binding{false};
+
+void LogGrpcLine(gpr_log_func_args* args) {
+  spdlog::level::level_enum level = spdlog::level::debug;
+  if (!grpc_binding.load()) {
+    level = args->severity == GPR_LOG_SEVERITY_ERROR  ? spdlog::level::err
+            : args->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
+                                                      : spdlog::level::debug;
+  }
+  spdlog::log(level, "grpc {}:{}: {}", args->file, args->line, args->message);
+}
+
 // gRPC logs why a listener failed but only reports "no port": find the common cause ourselves.
 std::string WhyCannotBind(const std::string& address) {
   const size_t colon = address.rfind(':');
   const int port = std::atoi(address.c_str() + colon + 1);
   const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0 || port == 0) return "see the log above";
+  if (fd < 0 || port == 0) return "gRPC's own account is logged at log_level: debug";
   const int off = 0;
   ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
   sockaddr_in6 addr{};
@@ -48,7 +65,8 @@ std::string WhyCannotBind(const std::string& address) {
   addr.sin6_addr = in6addr_any;
   const bool in_use = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == EADDRINUSE;
   ::close(fd);
-  return in_use ? "address already in use (is another server running?)" : "see the log above";
+  return in_use ? "address already in use (is another server running?)"
+                : "gRPC's own account is logged at log_level: debug";
 }
 
 // Server reflection describes the whole API to any caller, and gRPC offers no way to put it behind the token
@@ -137,7 +155,10 @@ absl::Status Server::StartGrpc() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // gRPC sets SO_REUSEPORT by default: a second server on the same port would start and share its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  gpr_set_log_function(LogGrpcLine);
+  grpc_binding.store(true);
   grpc_server_ = builder.BuildAndStart();
+  grpc_binding.store(false);
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen for gRPC on ", config_.grpc_address, ": ", WhyCannotBind(config_.grpc_address)));
@@ -183,6 +204,7 @@ absl::Status Server::LoadModels() {
       for (auto& instance : loaded.generation_instances) options.instances.push_back(instance.get());
       options.state = &hub_->state();
       options.metrics = metrics_.get();
+      if (metrics_) metrics_->AddGenerationModelCost(*loaded.config);
       absl::StatusOr<std::unique_ptr<GenerationModel>> model = GenerationModel::Create(options);
       if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("generation engine for ",
                                                                                loaded.config->name, ": ",

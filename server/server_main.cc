@@ -104,6 +104,7 @@ absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
 int Run(int argc, char** argv) {
   CLI::App app{"sluice-server: KServe v2 (gRPC + HTTP) inference server for static-shape accelerators"};
   CommandLine flags;
+  app.set_version_flag("--version", "sluice-server " SLUICE_VERSION);  // project(VERSION) in CMakeLists.txt
   app.add_option("--config", flags.config_path, "server config (yaml)")->required()->check(CLI::ExistingFile);
   app.add_option("--grpc-port", flags.grpc_port, "override grpc.address's port (0 = any free port)")
       ->check(CLI::Range(0, 65535));

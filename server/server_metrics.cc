@@ -120,7 +120,14 @@ void ModelMetrics::Refresh(absl::Time now, double elapsed_seconds, const CostMet
   const double dollars = cost->DollarsSoFar(accelerators_held_, now);
   cost_usd_->Set(dollars);
   const double inferences = inferences_->Value();
-  dollars_per_1k_->Set(inferences > 0 ? dollars / (inferences / 1000.0) : 0);
+  if (inferences > 0) {
+    prometheus::Gauge* per_1k = dollars_per_1k_.load();
+    if (per_1k == nullptr) {
+      per_1k = &dollars_per_1k_family_->Add(Labels());
+      dollars_per_1k_.store(per_1k);
+    }
+    per_1k->Set(dollars / (inferences / 1000.0));
+  }
   if (audio_seconds_per_dollar_) audio_seconds_per_dollar_->Set(dollars > 0 ? audio_seconds_->Value() / dollars : 0);
   if (tokens_per_dollar_) tokens_per_dollar_->Set(dollars > 0 ? ok_samples_->Value() / dollars : 0);
 }
@@ -138,7 +145,7 @@ ServerMetrics::ServerMetrics(absl::Time start, std::optional<CostConfig> cost)
                          .Register(*registry_).Add({});
   if (cost_) {
     server_cost_usd_ = &BuildGauge().Name("sluice_server_cost_usd")
-                            .Help("USD spent so far on the accelerators all models hold (hourly price x share x hours)")
+                            .Help("USD spent so far on the accelerators all models hold, generation models included (hourly price x share x hours)")
                             .Register(*registry_).Add({{"preset", cost_->config().preset}});
   }
 }
@@ -248,12 +255,17 @@ void ModelMetrics::AddCostGauges(prometheus::Registry& r) {
   const prometheus::Labels model = Labels();
   cost_usd_ = &BuildGauge().Name("sluice_cost_usd").Help("USD spent so far on the accelerators this model holds")
                    .Register(r).Add(model);
-  dollars_per_1k_ = &BuildGauge().Name("sluice_dollars_per_1k_inferences")
-                         .Help("sluice_cost_usd / (successful inferences / 1000)").Register(r).Add(model);
+  dollars_per_1k_family_ = &BuildGauge().Name("sluice_dollars_per_1k_inferences")
+                                .Help("sluice_cost_usd / (successful inferences / 1000); absent until the first one")
+                                .Register(r);
   if (config_->kind == ModelKind::kSpeech) {
-    audio_seconds_per_dollar_ = &BuildGauge().Name("sluice_audio_seconds_per_dollar")
-                                     .Help("Audio seconds of successful requests / sluice_cost_usd")
-                                     .Register(r).Add(model);
+    audio_seconds_per_dollar_ =
+        &BuildGauge().Name("sluice_audio_seconds_per_dollar")
+             .Help("Model input audio seconds of successful requests (sluice_audio_seconds_total) / sluice_cost_usd: "
+                   "every window the voice API sends counts whole, overlap and streaming left context included, so "
+                   "this is the model's compute per dollar; the client's audio per dollar is "
+                   "sluice_voice_audio_seconds_per_dollar")
+             .Register(r).Add(model);
   }
   if (config_->kind == ModelKind::kText) {
     tokens_per_dollar_ = &BuildGauge().Name("sluice_tokens_per_dollar")
@@ -319,6 +331,14 @@ void ServerMetrics::SetModelMemory(const std::string& model, const ModelMemory& 
   model_memory_->Add({{"model", model}, {"kind", "graphs"}}).Set(static_cast<double>(memory.graph_bytes));
 }
 
+void ServerMetrics::AddGenerationModelCost(const ModelConfig& config) {
+  if (!cost_) return;
+  prometheus::Gauge& gauge = BuildGauge().Name("sluice_cost_usd")
+                                 .Help("USD spent so far on the accelerators this model holds")
+                                 .Register(*registry_).Add({{"model", config.name}});
+  generation_costs_.push_back({AcceleratorsHeld(config), &gauge});
+}
+
 double ServerMetrics::ModelDollarsSoFar(const ModelConfig& config, absl::Time now) const {
   return cost_ ? cost_->DollarsSoFar(AcceleratorsHeld(config), now) : 0.0;
 }
@@ -329,6 +349,13 @@ std::string ServerMetrics::Render(absl::Time now) {
   for (auto& m : models_) {
     m->Refresh(now, elapsed, cost_ ? &*cost_ : nullptr);
     if (cost_) total_cost += cost_->DollarsSoFar(m->accelerators_held_, now);
+  }
+  if (cost_) {
+    for (const GenerationCost& model : generation_costs_) {
+      const double dollars = cost_->DollarsSoFar(model.accelerators_held, now);
+      model.cost_usd->Set(dollars);
+      total_cost += dollars;
+    }
   }
   if (server_cost_usd_) server_cost_usd_->Set(total_cost);
   const ProcessStats process = ReadProcessStats();

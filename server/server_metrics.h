@@ -3,6 +3,7 @@
 // `instance`. Histograms (not summaries) so that replicas aggregate. Cost gauges appear when the server config
 // has `cost:`; their definitions are in backend/base/cost.h and README "Cost metrics".
 //
+// Generation models add only their cost here (AddGenerationModelCost); the rest of their series are theirs.
 // Recording paths: ModelMetrics::RecordArrival once per validated request offered to the scheduler (its length:
 // sluice_request_length, and the capacity estimator's arrival mix), RecordRequest once per client request (its
 // outcome), RecordRow once per row that ran, RecordBatch from the scheduler's BatchObserver (instance threads).
@@ -13,6 +14,7 @@
 // serving (AddModel) and only read after.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -109,7 +111,10 @@ class ModelMetrics {
   prometheus::Gauge* capacity_max_rps_ = nullptr;
   prometheus::Gauge* cost_usd_ = nullptr;
   prometheus::Gauge* audio_seconds_per_dollar_ = nullptr;
-  prometheus::Gauge* dollars_per_1k_ = nullptr;
+  // Added on the first successful inference: before it, "$ per 1k inferences" has no value (0 would read as free).
+  // Set by whichever Render sees it first (family Add returns the same series for the same labels).
+  prometheus::Family<prometheus::Gauge>* dollars_per_1k_family_ = nullptr;
+  std::atomic<prometheus::Gauge*> dollars_per_1k_{nullptr};
   prometheus::Gauge* tokens_per_dollar_ = nullptr;
 };
 
@@ -126,6 +131,9 @@ class ServerMetrics {
   // capacity estimate's arrival window (the scheduler's clock).
   ModelMetrics* AddModel(const ModelConfig& config, const std::vector<const Backend*>& instances,
                          const Scheduler* scheduler, std::function<bool()> ready, const Clock& clock);
+  // A generation model (its own series: server/llm/generation_metrics.h) costs too: with `cost:`, its
+  // sluice_cost_usd and its share of sluice_server_cost_usd. REQUIRES: before serving; `config` outlives this.
+  void AddGenerationModelCost(const ModelConfig& config);
 
   // sluice_model_memory_bytes{model, kind=weights|cache|graphs}: what the model's instances hold as loaded
   // (shared weights counted once; graph format 1 has its weights inside `graphs`). REQUIRES: before serving.
@@ -153,6 +161,11 @@ class ServerMetrics {
   prometheus::Gauge* cpu_seconds_ = nullptr;
   prometheus::Gauge* uptime_seconds_ = nullptr;
   prometheus::Gauge* server_cost_usd_ = nullptr;
+  struct GenerationCost {
+    int accelerators_held;
+    prometheus::Gauge* cost_usd;
+  };
+  std::vector<GenerationCost> generation_costs_;
 };
 
 }  // namespace sluice

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
 
@@ -36,6 +37,30 @@ absl::StatusOr<CostConfig> ParsePrice(const YamlNode& node) {
 
 }  // namespace
 
+absl::StatusOr<CostConfig> LoadPricingPreset(const std::string& path, const std::string& name) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
+  SLUICE_ASSIGN_OR_RETURN(YamlNode presets, root.Required("presets"));
+  SLUICE_RETURN_IF_ERROR(presets.ExpectMap());
+  std::optional<YamlNode> entry = presets.Optional(name);
+  if (!entry) return absl::NotFoundError(absl::StrCat("no preset '", name, "' in ", path));
+  SLUICE_RETURN_IF_ERROR(entry->ExpectMap());
+  SLUICE_RETURN_IF_ERROR(entry->CheckKeys({"hourly_usd", "accelerators", "unit", "source", "date", "unverified"}));
+  SLUICE_ASSIGN_OR_RETURN(CostConfig cost, ParsePrice(*entry));
+  cost.preset = name;
+  // The date: the preset's own, else the file's snapshot date.
+  if (std::optional<YamlNode> date = entry->Optional("date")) {
+    SLUICE_ASSIGN_OR_RETURN(cost.date, date->AsString());
+  } else if (std::optional<YamlNode> snapshot = root.Optional("snapshot")) {
+    SLUICE_ASSIGN_OR_RETURN(cost.date, snapshot->AsString());
+  }
+  // Unverified: an explicit flag, or a source that says so.
+  if (std::optional<YamlNode> unverified = entry->Optional("unverified")) {
+    SLUICE_ASSIGN_OR_RETURN(cost.unverified, unverified->AsBool());
+  }
+  if (absl::StrContains(cost.source, "UNVERIFIED")) cost.unverified = true;
+  return cost;
+}
+
 absl::StatusOr<CostConfig> ParseCostConfig(const YamlNode& node, const std::string& config_dir) {
   if (!node.Has("preset")) {
     SLUICE_RETURN_IF_ERROR(node.CheckKeys({"hourly_usd", "accelerators", "unit", "source"}));
@@ -48,14 +73,10 @@ absl::StatusOr<CostConfig> ParseCostConfig(const YamlNode& node, const std::stri
   SLUICE_ASSIGN_OR_RETURN(std::string file_text, file.AsString());
   std::filesystem::path path(file_text);
   if (path.is_relative()) path = std::filesystem::path(config_dir) / path;
-  absl::StatusOr<YamlNode> pricing = YamlNode::LoadFile(path.lexically_normal().string());
-  if (!pricing.ok()) return file.Error(std::string(pricing.status().message()));
-  SLUICE_ASSIGN_OR_RETURN(YamlNode presets, pricing->Required("presets"));
-  std::optional<YamlNode> entry = presets.Optional(name);
-  if (!entry) return preset.Error(absl::StrCat("no preset '", name, "' in ", path.string()));
-  SLUICE_RETURN_IF_ERROR(entry->CheckKeys({"hourly_usd", "accelerators", "unit", "source"}));
-  SLUICE_ASSIGN_OR_RETURN(CostConfig cost, ParsePrice(*entry));
-  cost.preset = name;
+  absl::StatusOr<CostConfig> cost = LoadPricingPreset(path.lexically_normal().string(), name);
+  // Point at the server config's key too (the pricing file's own errors already name their line there).
+  if (absl::IsNotFound(cost.status())) return preset.Error(std::string(cost.status().message()));
+  if (!cost.ok()) return file.Error(std::string(cost.status().message()));
   return cost;
 }
 

@@ -23,10 +23,19 @@ struct CostConfig {
   int accelerators = 1;   // NeuronCores, GPUs or vCPUs the instance has
   std::string unit;       // "neuroncore", "gpu", "vcpu" (informational)
   std::string source;     // where the price comes from, and when
+  std::string date;       // when the price was read: the preset's `date`, else the file's `snapshot` (may be empty)
+  bool unverified = false;  // `unverified: true`, or a source containing "UNVERIFIED"
 };
 
+// Reads preset `name` of a pricing file (deploy/pricing.yaml: top-level `snapshot` date, `presets: {NAME: {...}}`).
+// The one reader of that format: the server's `cost: {preset}` and sluice-loadtest's --pricing both use it.
+// A preset's keys: hourly_usd (> 0, finite), accelerators (>= 1), source (required), and optional unit, date and
+// unverified; any other key is refused by name. Errors name file, key and line; NotFound for no preset `name`.
+absl::StatusOr<CostConfig> LoadPricingPreset(const std::string& path, const std::string& name);
+
 // Reads `cost:` of the server config: either {preset: NAME, pricing_file: PATH} (PATH relative to the server
-// config's directory) or {hourly_usd: X, accelerators: N, source: TEXT}. Errors name file, key and line.
+// config's directory; read by LoadPricingPreset) or {hourly_usd: X, accelerators: N, source: TEXT, unit: U}.
+// Errors name file, key and line.
 absl::StatusOr<CostConfig> ParseCostConfig(const YamlNode& node, const std::string& config_dir);
 
 // Accelerators one model's instances hold: NeuronCores for neuron, one GPU per cuda instance, intra-op threads

@@ -54,7 +54,9 @@ VoiceMetrics::VoiceMetrics(ServerMetrics* metrics) : metrics_(metrics) {
   rtfx_family_ = &BuildGauge().Name("sluice_voice_realtime_factor")
                       .Help("RTFx: audio seconds processed per wall second over the last 60 s").Register(r);
   per_dollar_family_ = &BuildGauge().Name("sluice_voice_audio_seconds_per_dollar")
-                            .Help("Processed voice audio seconds / the model's sluice_cost_usd").Register(r);
+                            .Help("Client audio seconds the voice API transcribed (sluice_voice_processed_audio_seconds_total, each "
+                                  "second once) / the model's sluice_cost_usd: what a caller's audio costs. Below "
+                                  "sluice_audio_seconds_per_dollar by the windows' overlap and streaming context").Register(r);
   metrics_->AddRenderHook([this](absl::Time now) { Refresh(now); });
 }
 

@@ -1,6 +1,7 @@
-// Fuzzes the pricing YAML (deploy/pricing.yaml's format) through both of its readers: sluice-loadtest's
+// Fuzzes the pricing YAML (deploy/pricing.yaml's format) through both of its entry points: sluice-loadtest's
 // LoadPricingPreset (loadtest/pricing.h) and the server's ParseCostConfig (backend/base/cost.h, `cost: {preset,
-// pricing_file}`), both for preset `fuzz.large`. Both take a path, so each input is written to a scratch file.
+// pricing_file}`), both for preset `fuzz.large`; both read it with sluice::LoadPricingPreset, so they must agree:
+// one accepts exactly what the other accepts, with the same price. Each input is written to a scratch file.
 // An accepted preset is then used: ComputeCost on a populated run summary, CostMeter's share and dollars.
 // Asserts beyond "no crash, no ASan/UBSan report": an accepted price is positive and finite, accelerators >= 1
 // (after the conversion to the field's type), share() in (0, 1] for the run's accelerators, cost figures that are
@@ -67,5 +68,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(node.ok(), "the fixed cost section parses");
   absl::StatusOr<CostConfig> cost = ParseCostConfig(*node, fuzz::ScratchDir());
   if (cost.ok()) fuzz::CheckServerCost(*cost);
+  FUZZ_CHECK(pricing.ok() == cost.ok(), absl::StrCat("the readers disagree: loadtest ", pricing.status().ToString(),
+                                                      ", server ", cost.status().ToString()));
+  if (pricing.ok() && cost.ok()) {
+    FUZZ_CHECK(pricing->hourly_usd == cost->hourly_usd && pricing->accelerators == cost->accelerators &&
+                   pricing->unverified == cost->unverified && pricing->date == cost->date,
+               "the readers read different prices");
+  }
   return 0;
 }

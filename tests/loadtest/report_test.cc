@@ -14,6 +14,9 @@
 #include "loadtest/output_compare.h"
 #include "loadtest/plot_svg.h"
 #include "loadtest/pricing.h"
+#include "backend/base/cost.h"
+#include "backend/base/yaml_node.h"
+#include "yaml-cpp/yaml.h"
 #include "loadtest/prometheus_text.h"
 #include "loadtest/report_json.h"
 #include "loadtest/report_table.h"
@@ -377,6 +380,51 @@ TEST(PricingTest, ReadsThePresetsAndComputesCost) {
   auto broken = LoadPricingPreset(path.string(), "broken");
   ASSERT_FALSE(broken.ok());
   EXPECT_THAT(std::string(broken.status().message()), HasSubstr(":3:"));
+  std::filesystem::remove(path);
+}
+
+// deploy/pricing.yaml had two readers that disagreed (the server refused the `date:`/`unverified:` keys the load
+// tester documents). Every shipped preset now reads the same through both entry points, and so do those keys.
+TEST(PricingTest, TheServerAndTheLoadTesterReadEveryShippedPresetAlike) {
+  const YAML::Node presets = YAML::LoadFile(SLUICE_PRICING_YAML)["presets"];
+  ASSERT_TRUE(presets.IsMap());
+  ASSERT_GE(presets.size(), 2u);
+  auto server_read = [](const std::string& file, const std::string& name) {
+    absl::StatusOr<YamlNode> node =
+        YamlNode::LoadString("{preset: " + name + ", pricing_file: " + file + "}", "server.yaml");
+    EXPECT_TRUE(node.ok());
+    return ParseCostConfig(*node, "/");
+  };
+  for (const auto& entry : presets) {
+    const std::string name = entry.first.as<std::string>();
+    absl::StatusOr<Pricing> tester = LoadPricingPreset(SLUICE_PRICING_YAML, name);
+    absl::StatusOr<CostConfig> server = server_read(SLUICE_PRICING_YAML, name);
+    ASSERT_TRUE(tester.ok()) << name << ": " << tester.status();
+    ASSERT_TRUE(server.ok()) << name << ": " << server.status();
+    EXPECT_EQ(tester->hourly_usd, server->hourly_usd) << name;
+    EXPECT_EQ(tester->accelerators, server->accelerators) << name;
+    EXPECT_EQ(tester->source, server->source) << name;
+    EXPECT_EQ(tester->date, server->date) << name;
+    EXPECT_FALSE(tester->date.empty()) << name;  // the file's snapshot date
+    EXPECT_EQ(tester->unverified, server->unverified) << name;
+  }
+  EXPECT_TRUE(LoadPricingPreset(SLUICE_PRICING_YAML, "c7i.xlarge")->unverified);  // its source says so
+
+  const auto path = std::filesystem::temp_directory_path() / ("lt_pricing_keys_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << "presets:\n"
+                         "  dated: {hourly_usd: 1.5, accelerators: 2, source: quote, date: \"2026-02-01\", unverified: true}\n"
+                         "  typo: {hourly_usd: 1.5, accelerators: 2, source: quote, hourly_usdd: 2}\n";
+  absl::StatusOr<Pricing> tester = LoadPricingPreset(path.string(), "dated");
+  absl::StatusOr<CostConfig> server = server_read(path.string(), "dated");
+  ASSERT_TRUE(tester.ok()) << tester.status();
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(tester->date, "2026-02-01");
+  EXPECT_EQ(server->date, "2026-02-01");
+  EXPECT_TRUE(tester->unverified);
+  EXPECT_TRUE(server->unverified);
+  // A misspelt key is refused by both, by name (it was ignored by one and refused by the other).
+  EXPECT_THAT(std::string(LoadPricingPreset(path.string(), "typo").status().message()), HasSubstr("hourly_usdd"));
+  EXPECT_THAT(std::string(server_read(path.string(), "typo").status().message()), HasSubstr("hourly_usdd"));
   std::filesystem::remove(path);
 }
 

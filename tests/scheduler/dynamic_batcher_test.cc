@@ -390,6 +390,31 @@ TEST_F(DynamicBatcherTest, AHungExecutionIsAnsweredAtTheTimeoutAndItsInstanceLea
   EXPECT_EQ(scheduler_->InstancesInRotation(), 1);
 }
 
+// The timeout's message names the instance without calling into the hung backend (under the batcher's lock, a
+// Describe() that waits for the hang would have stalled the whole scheduler, and the answer with it).
+TEST_F(DynamicBatcherTest, AHungInstanceIsNamedWithoutCallingIntoItsBackend) {
+  model_.batching.execution_timeout_ms = 1000;
+  Start(/*instances=*/2);
+  backend(0).MakeDescribeWaitWhileHeld();
+  backend(0).Hold();
+  std::vector<std::shared_ptr<PendingAnswer>> hung;
+  for (int i = 0; i < 4; ++i) hung.push_back(Submit(*scheduler_, 100));  // a full batch: instance 0 takes it
+  ASSERT_TRUE(Eventually([&] { return backend(0).executed_count() == 1; }));
+  clock_.Advance(absl::Milliseconds(1001));
+  for (auto& a : hung) {
+    ASSERT_TRUE(WaitDone(a)) << "not answered while the hung backend is held";
+    EXPECT_EQ(a->response.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a->response.status.message(), HasSubstr("instance 0 (scripted)"));
+  }
+  // The scheduler itself is not stalled: the other instance serves.
+  std::vector<std::shared_ptr<PendingAnswer>> later;
+  for (int i = 0; i < 4; ++i) later.push_back(Submit(*scheduler_, 100));
+  for (auto& a : later) {
+    ASSERT_TRUE(WaitDone(a));
+    EXPECT_TRUE(a->response.status.ok()) << a->response.status;
+  }
+}
+
 TEST_F(DynamicBatcherTest, StopDoesNotWaitForAHungExecution) {
   model_.batching.execution_timeout_ms = 1000;
   Start();

@@ -22,14 +22,14 @@ class HoldableBackend : public Backend {
 
  protected:
   // Returns at once unless held; then waits (releasing mu_) until Release().
-  void WaitWhileHeld() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void WaitWhileHeld() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (held_) released_.Wait(&mu_);
   }
 
   mutable Mutex mu_;
 
  private:
-  CondVar released_;
+  mutable CondVar released_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -49,7 +49,17 @@ class ScriptedBackend final : public HoldableBackend {
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return sim_->load_stats(); }
-  std::string Describe() const override { return "scripted"; }
+  std::string Describe() const override {
+    MutexLock lock(&mu_);
+    if (describe_waits_while_held_) WaitWhileHeld();
+    return "scripted";
+  }
+  // From now on Describe() waits while the backend is held, as a driver whose status query queues behind a stuck
+  // call: a scheduler that describes a hung instance when it needs to would block until the hang ends.
+  void MakeDescribeWaitWhileHeld() {
+    MutexLock lock(&mu_);
+    describe_waits_while_held_ = true;
+  }
 
   // Makes batches of this compiled size take `compute` instead of the default.
   void SetComputeForBatchSize(int batch_size, absl::Duration compute) {
@@ -92,6 +102,7 @@ class ScriptedBackend final : public HoldableBackend {
   bool fail_next_ ABSL_GUARDED_BY(mu_) = false;
   bool throw_next_ ABSL_GUARDED_BY(mu_) = false;
   bool gone_ ABSL_GUARDED_BY(mu_) = false;
+  bool describe_waits_while_held_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ExecutedBatch> executed_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -583,6 +583,10 @@ TEST(ProtoJsonTest, ModelConfigHasNumericDimsEnumNamesAndParametersAsObjects) {
   EXPECT_EQ(batching["max_queue_delay_microseconds"].GetUint64(), 2500u);
   EXPECT_EQ(batching["default_queue_policy"]["max_queue_size"].GetUint(), 16u);
   EXPECT_STREQ(batching["default_queue_policy"]["timeout_action"].GetString(), "REJECT") << "defaults are printed";
+  // The effective levels (the model's, else sluice's defaults 3 and 2), not the proto's 0: priorities 0-3 are taken.
+  EXPECT_EQ(batching["priority_levels"].GetUint64(), static_cast<uint64_t>(model.batching.priority_levels));
+  EXPECT_EQ(batching["priority_levels"].GetUint64(), 3u);
+  EXPECT_EQ(batching["default_priority_level"].GetUint64(), 2u);
   ASSERT_TRUE(doc["parameters"].IsObject());
   EXPECT_STREQ(doc["parameters"]["kind"]["string_value"].GetString(), "text");
   EXPECT_STREQ(doc["parameters"]["bucket_lengths"]["string_value"].GetString(), "4,8");

@@ -95,6 +95,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   bool connected() const { return connected_; }
+  // Half-close: no more bytes from us, but the connection stays open for reading.
+  bool ShutdownWrite() { return shutdown(fd_, SHUT_WR) == 0; }
 
   bool Send(std::string_view data) {
     while (!data.empty()) {
@@ -111,6 +113,14 @@ class Client {
     for (;;) {
       if (std::optional<Reply> reply = TryParse(); reply.has_value()) return reply;
       if (!Fill(deadline)) return closed_ ? TryParseUntilClose() : std::nullopt;
+    }
+  }
+
+  // The next final (>= 200) response, skipping interim 1xx ones; nullopt as Read.
+  std::optional<Reply> ReadFinal(absl::Duration timeout = absl::Seconds(5)) {
+    for (;;) {
+      std::optional<Reply> reply = Read(timeout);
+      if (!reply.has_value() || reply->status >= 200) return reply;
     }
   }
 
@@ -661,6 +671,103 @@ TEST(HttpServerTest, ClientDisconnectFiresOnClientGone) {
   kept->OnClientGone([&] { ran_at_once = true; });
   EXPECT_TRUE(ran_at_once);
   EXPECT_TRUE(Eventually([&] { return server->open_connections() == 0; }));
+}
+
+// A client that half-closes (shutdown(SHUT_WR)) once its request is sent still reads the answer: EOF after a
+// complete request means "no more requests", not "gone".
+TEST(HttpServerTest, HalfClosedClientGetsTheAnswerThenTheConnectionCloses) {
+  Workers workers;
+  std::atomic<bool> gone{false};
+  auto server = StartServer([&](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+    exchange->OnClientGone([&] { gone = true; });
+    workers.Run([exchange, body = request.body] {
+      absl::SleepFor(absl::Milliseconds(200));  // the EOF arrives while the request is being handled
+      EXPECT_TRUE(exchange->Respond(Text("answer to " + body)));
+    });
+  });
+  Client client(server->port());
+  ASSERT_TRUE(client.Send(Post("/infer", "question")));
+  ASSERT_TRUE(client.ShutdownWrite());
+  std::optional<Reply> reply = client.ReadFinal();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "answer to question");
+  EXPECT_EQ(reply->Header("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_FALSE(gone.load());
+  workers.Join();
+  EXPECT_TRUE(Eventually([&] { return server->open_connections() == 0; }));
+}
+
+TEST(HttpServerTest, HalfClosedClientGetsEveryPipelinedAnswerAndAStreamToo) {
+  Workers workers;
+  auto server = StartServer([&](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+    if (request.path != "/events") return Echo(std::move(request), std::move(exchange));
+    std::shared_ptr<HttpStream> stream = exchange->StartStream(200, "text/event-stream");
+    ASSERT_NE(stream, nullptr);
+    workers.Run([stream] {
+      for (int i = 0; i < 3; ++i) {
+        absl::SleepFor(absl::Milliseconds(50));
+        stream->Write(absl::StrCat("data: ", i, "\n\n"));
+      }
+      stream->Close();
+    });
+  });
+  Client client(server->port());
+  ASSERT_TRUE(client.Send(Post("/a", "1") + Get("/events") + Post("/b", "2")));
+  ASSERT_TRUE(client.ShutdownWrite());
+  for (const char* expected : {"POST /a 1", "data: 0\n\ndata: 1\n\ndata: 2\n\n", "POST /b 2"}) {
+    std::optional<Reply> reply = client.ReadFinal();
+    ASSERT_TRUE(reply.has_value()) << expected;
+    EXPECT_EQ(reply->body, expected);
+  }
+  EXPECT_TRUE(client.WaitClosed());
+  workers.Join();
+}
+
+TEST(HttpServerTest, HalfCloseInsideAHeadOrBodyClosesWithoutAnAnswer) {
+  std::atomic<int> handled{0};
+  auto server = StartServer([&](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+    ++handled;
+    Echo(std::move(request), std::move(exchange));
+  });
+  for (const std::string& partial : {std::string("GET /x HTTP/1.1\r\nHost: t"),
+                                     std::string("POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")}) {
+    Client client(server->port());
+    ASSERT_TRUE(client.Send(partial));
+    ASSERT_TRUE(client.ShutdownWrite());
+    EXPECT_TRUE(client.WaitClosed());
+    EXPECT_TRUE(client.buffer().empty()) << client.buffer();
+  }
+  // A complete request followed by an incomplete one: the first is answered, the second never can be.
+  Client client(server->port());
+  ASSERT_TRUE(client.Send(Get("/done") + "GET /never HTTP/1.1\r\n"));
+  ASSERT_TRUE(client.ShutdownWrite());
+  std::optional<Reply> reply = client.ReadFinal();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->body, "GET /done ");
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_TRUE(client.buffer().empty()) << client.buffer();
+  EXPECT_EQ(handled.load(), 1);
+}
+
+TEST(HttpServerTest, HalfClosedHttp10ClientGetsNoInterimResponse) {
+  Workers workers;
+  auto server = StartServer([&](HttpRequest, std::shared_ptr<HttpExchange> exchange) {
+    workers.Run([exchange] {
+      absl::SleepFor(absl::Milliseconds(150));
+      exchange->Respond(Text("late"));
+    });
+  });
+  Client client(server->port());
+  ASSERT_TRUE(client.Send("GET /slow HTTP/1.0\r\n\r\n"));
+  ASSERT_TRUE(client.ShutdownWrite());
+  std::optional<Reply> reply = client.Read();  // not ReadFinal: a 1xx here would be a failure
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "late");
+  EXPECT_TRUE(client.WaitClosed());
+  workers.Join();
 }
 
 // ---- Streaming ----
