@@ -450,8 +450,10 @@ absl::Status NrtBackend::Warm(const NeffBucket& bucket, int runs, BucketLoadStat
 absl::StatusOr<std::unique_ptr<Backend>> CreateNrtBackend(const InstanceOptions& options) {
   const ModelConfig& model = *options.model;
   const InstanceGroup& group = options.group;
-  if (!group.cores) return absl::InvalidArgumentError(absl::StrCat(model.name, ": device neuron needs cores"));
-  const CoreRange cores = ReplicaCores(*group.cores, group.count, options.replica);
+  if (!group.cores) {
+    return absl::InvalidArgumentError(absl::StrCat(model.name, ": device neuron needs cores (the replica's)"));
+  }
+  const CoreRange cores = *group.cores;  // the repository gives each replica its own slice (ReplicaCores)
   const char* visible = std::getenv("NEURON_RT_VISIBLE_CORES");
   SLUICE_ASSIGN_OR_RETURN(NeuronCorePlacement placement,
                           NeuronPlacementWithinVisible(cores, visible == nullptr ? "" : visible));
@@ -459,7 +461,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateNrtBackend(const InstanceOptions&
     return absl::InvalidArgumentError(absl::StrCat(
         model.name, ": runtime nrt runs each replica on one NeuronCore (libnrt's nrt_load places a NEFF on one "
                     "core), but replica ", options.replica, " has cores ", cores.ToString(),
-        ": set count to the number of cores (", group.cores->size(), ")"));
+        ": set the group's count to its number of cores (", cores.size() * group.count, ")"));
   }
   SLUICE_ASSIGN_OR_RETURN(NeffManifest manifest, LoadNeffManifest(model));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<NrtLibrary> library, NrtLibrary::Acquire(group.neuron_library));

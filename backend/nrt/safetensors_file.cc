@@ -45,11 +45,12 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   const uint64_t data_start = 8 + header_len;
   SafetensorsFile file;
   file.path_ = path;
-  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
-    const std::string name = it->name.GetString();
+  const rapidjson::Value& index = doc;  // const iterators: clang's C++20 mode finds rapidjson's mutable ones ambiguous
+  for (auto member = index.MemberBegin(); member != index.MemberEnd(); ++member) {
+    const std::string name = member->name.GetString();
     if (name == "__metadata__") continue;
     auto bad_tensor = [&](const std::string& why) { return bad(absl::StrCat("tensor '", name, "': ", why)); };
-    const rapidjson::Value& v = it->value;
+    const rapidjson::Value& v = member->value;
     if (!v.IsObject() || !v.HasMember("dtype") || !v["dtype"].IsString() || !v.HasMember("shape") ||
         !v["shape"].IsArray() || !v.HasMember("data_offsets") || !v["data_offsets"].IsArray() ||
         v["data_offsets"].Size() != 2) {

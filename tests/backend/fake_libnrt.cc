@@ -9,7 +9,10 @@
 // It checks what a device would: every NEFF tensor is in the sets given to nrt_execute, with the NEFF's byte
 // size, allocated on the device of the model's NeuronCore. It counts allocations per placement and name prefix,
 // records each nrt_load's (vnc, vnc_count), and can fail the next call of a named function with a given status
-// (fake_nrt_* functions, read by the tests through dlsym). Not thread-safe beyond a global mutex per call.
+// (fake_nrt_* functions, read by the tests through dlsym). With FAKE_LIBNRT_LOG set it also appends
+// "nrt_init", "nrt_load vnc=<n>" and "nrt_close" lines to that file, for tests of another process (the server).
+// Every entry point takes one global mutex.
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -99,6 +102,11 @@ int64_t LengthAt(const nrt_tensor_t* t, nrt_dtype_t dtype, size_t row) {
   return v;
 }
 
+// REQUIRES: S().mu held (serializes the appends).
+void Log(const std::string& line) {
+  if (const char* path = std::getenv("FAKE_LIBNRT_LOG")) std::ofstream(path, std::ios::app) << line << "\n";
+}
+
 const FakeTensorDecl* Decl(const nrt_model_t* model, const std::string& name) {
   for (const FakeTensorDecl& d : model->tensors) {
     if (d.name == name) return &d;
@@ -113,6 +121,7 @@ extern "C" {
 NRT_STATUS nrt_init(nrt_framework_type_t, const char*, const char*) {
   std::lock_guard<std::mutex> lock(S().mu);
   ++S().init_calls;
+  Log("nrt_init");
   NRT_STATUS status;
   if (Fails("nrt_init", &status)) return status;
   S().initialized = true;
@@ -122,6 +131,7 @@ NRT_STATUS nrt_init(nrt_framework_type_t, const char*, const char*) {
 void nrt_close() {
   std::lock_guard<std::mutex> lock(S().mu);
   ++S().close_calls;
+  Log("nrt_close");
   S().initialized = false;
 }
 
@@ -129,6 +139,7 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
   std::lock_guard<std::mutex> lock(S().mu);
   if (!S().initialized) return NRT_UNINITIALIZED;
   S().loads.emplace_back(vnc, vnc_count);
+  Log("nrt_load vnc=" + std::to_string(vnc));
   NRT_STATUS status;
   if (Fails("nrt_load", &status)) return status;
   std::istringstream in(std::string(static_cast<const char*>(neff_bytes), size));

@@ -62,6 +62,8 @@ class NrtBackendTest : public ::testing::Test {
     InstanceOptions options;
     options.model = &config;
     options.group = config.instances[0];
+    // As ModelRepository does: each replica gets its slice of the group's cores.
+    options.group.cores = ReplicaCores(*options.group.cores, options.group.count, replica);
     options.replica = replica;
     options.warmup_runs = warmup_runs;
     return Backend::Create(options);
@@ -183,7 +185,7 @@ TEST_F(NrtBackendTest, ReplicasWithMoreThanOneCoreAreRefusedWithTheFix) {
   ASSERT_TRUE(config.ok()) << config.status();
   absl::StatusOr<std::unique_ptr<Backend>> backend = Create(*config, 0);
   ASSERT_FALSE(backend.ok());
-  EXPECT_THAT(backend.status().message(), HasSubstr("set count to the number of cores (2)"));
+  EXPECT_THAT(backend.status().message(), HasSubstr("set the group's count to its number of cores (2)"));
 }
 
 TEST_F(NrtBackendTest, ShutdownFreesEveryTensorUnloadsEveryNeffAndClosesTheRuntime) {
