@@ -99,10 +99,11 @@ struct InstanceGroup {
   // Split evenly over the replicas (see ReplicaCores).
   std::optional<CoreRange> cores;
   int intra_op_threads = 1;  // torch intra-op / OpenMP threads per replica; also caps the BLAS pool
-  NeuronRuntimeKind neuron_runtime = NeuronRuntimeKind::kTorchScript;  // config `runtime: torchscript | nrt`
   // dlopen()ed before graphs load (neuron only); the default follows the runtime (libnrt.so.1 for nrt).
   std::string neuron_library = "libtorchneuron.so";
   std::optional<int> inter_op_threads;  // torch's process-wide inter-op pool (torch.jit.fork); unset: torch's default
+  // Last, so that existing aggregate initializers keep their meaning.
+  NeuronRuntimeKind neuron_runtime = NeuronRuntimeKind::kTorchScript;  // config `runtime: torchscript | nrt`
 };
 
 struct ModelConfig {

@@ -144,13 +144,6 @@ const char* NeffTensorRoleName(NeffTensorRole role) {
   return "?";
 }
 
-const NeffBucket& NeffManifest::bucket(int batch_size, int64_t length) const {
-  for (const NeffBucket& b : buckets) {
-    if (b.batch_size == batch_size && b.length == length) return b;
-  }
-  return buckets.front();  // unreachable for a manifest that parsed against the config
-}
-
 absl::StatusOr<NeffManifest> ParseNeffManifest(const YamlNode& root, const ModelConfig& model) {
   SLUICE_RETURN_IF_ERROR(root.ExpectMap());
   SLUICE_RETURN_IF_ERROR(root.CheckKeys({"version", "weights", "buckets"}));

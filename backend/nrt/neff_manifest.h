@@ -41,10 +41,7 @@ struct NeffBucket {
 struct NeffManifest {
   std::string path;          // for messages
   std::string weights_file;  // absolute path; empty when no tensor is a weight
-  std::vector<NeffBucket> buckets;  // one per bucket of the config, in the config's order (batch size major)
-
-  // REQUIRES: (batch_size, length) is a bucket of the config the manifest was parsed against.
-  const NeffBucket& bucket(int batch_size, int64_t length) const;
+  std::vector<NeffBucket> buckets;  // exactly one per bucket of the config, in the manifest's order
 };
 
 // Reads <model.directory>/neff_manifest.yaml and checks it against `model`: version 1; exactly one entry per

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/base/model_config.h"
 #include "backend/nrt/nrt_api.h"
+#include "backend/nrt/safetensors_file.h"
 #include "tests/backend/nrt_toy_model.h"
 
 namespace sluice {
@@ -342,6 +345,35 @@ TEST_F(NrtBackendTest, ManifestErrorsNameTheFileTheNeffAndTheTensor) {
   absl::StatusOr<ModelConfig> config = Config();
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT(Create(*config, 0).status().message(), HasSubstr("no NEFF for bucket (2, 8)"));
+}
+
+TEST_F(NrtBackendTest, SafetensorsHeadersAreCheckedAndErrorsNameTheTensor) {
+  const std::string dir = toy_.Write(Dir());
+  absl::StatusOr<SafetensorsFile> good = SafetensorsFile::Open(dir + "/weights.safetensors");
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_EQ(good->tensors().size(), 1u) << "__metadata__ is not a tensor";
+  absl::StatusOr<std::vector<std::byte>> scale = good->ReadTensor("scale");
+  ASSERT_TRUE(scale.ok()) << scale.status();
+  ASSERT_EQ(scale->size(), 16u);
+  float second;
+  std::memcpy(&second, scale->data() + 4, 4);
+  EXPECT_EQ(second, 2.0f);
+  EXPECT_THAT(good->ReadTensor("bias").status().message(), HasSubstr("has no tensor 'bias'"));
+
+  auto write = [&](const std::string& header, size_t data_bytes) {
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    bytes += header + std::string(data_bytes, '\0');
+    const std::string path = dir + "/bad.safetensors";
+    std::ofstream(path, std::ios::binary) << bytes;
+    return SafetensorsFile::Open(path).status();
+  };
+  EXPECT_THAT(write(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8).message(),
+              HasSubstr("tensor 'w': data ends at byte"));
+  EXPECT_THAT(write(R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", 16).message(),
+              HasSubstr("tensor 'w': 16 bytes, but 3 F32 elements need 12"));
+  EXPECT_THAT(write(R"({"w": {"dtype": "F32", "shape": [4]}})", 16).message(), HasSubstr("needs dtype"));
+  EXPECT_THAT(write("not json", 0).message(), HasSubstr("header is not a JSON object"));
 }
 
 }  // namespace
