@@ -2,6 +2,7 @@
 // the seam and the sim device without libtorch.
 #include "absl/strings/str_cat.h"
 #include "backend/backend.h"
+#include "backend/nrt/nrt_backend.h"
 #include "backend/sim_backend.h"
 #include "backend/torch_backend.h"
 
@@ -14,6 +15,9 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const InstanceOptions& 
                                                    " is a generation model: its instances are GenerationBackends"));
   }
   if (options.group.device == DeviceKind::kSim) return CreateSimBackend(options);
+  if (options.group.device == DeviceKind::kNeuron && options.group.neuron_runtime == NeuronRuntimeKind::kNrt) {
+    return CreateNrtBackend(options);
+  }
   return CreateTorchBackend(options);
 }
 

@@ -173,7 +173,7 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
 
 absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
   SLUICE_RETURN_IF_ERROR(
-      node.CheckKeys({"count", "device", "cores", "intra_op_threads", "inter_op_threads", "neuron_library"}));
+      node.CheckKeys({"count", "device", "cores", "intra_op_threads", "inter_op_threads", "runtime", "neuron_library"}));
   InstanceGroup group;
   SLUICE_ASSIGN_OR_RETURN(YamlNode device, node.Required("device"));
   SLUICE_ASSIGN_OR_RETURN(group.device, ParseDevice(device));
@@ -205,6 +205,16 @@ absl::StatusOr<InstanceGroup> ParseInstanceGroup(const YamlNode& node) {
     group.cores = *range;
   } else if (group.device == DeviceKind::kNeuron) {
     return node.Error("device neuron needs 'cores' (e.g. cores: \"0-1\")");
+  }
+  if (auto runtime = node.Optional("runtime")) {
+    if (group.device != DeviceKind::kNeuron) return runtime->Error("runtime is only for device neuron");
+    SLUICE_ASSIGN_OR_RETURN(std::string text, runtime->AsString());
+    if (text == "nrt") {
+      group.neuron_runtime = NeuronRuntimeKind::kNrt;
+      group.neuron_library = "libnrt.so.1";
+    } else if (text != "torchscript") {
+      return runtime->Error(absl::StrCat("unknown runtime '", text, "' (expected torchscript or nrt)"));
+    }
   }
   if (auto library = node.Optional("neuron_library")) {
     if (group.device != DeviceKind::kNeuron) return library->Error("neuron_library is only for device neuron");

@@ -21,6 +21,9 @@ namespace sluice {
 // models (decoders with a KV cache) are served by the continuous batcher and the OpenAI/Triton streaming APIs.
 enum class ModelKind { kSpeech, kText, kGeneric, kGeneration };
 enum class DeviceKind { kCpu, kCuda, kNeuron, kSim };
+// device neuron: what executes the graphs. kTorchScript: torch-neuronx TorchScript graphs through libtorchneuron.so
+// (Inf2/Trn1, maintenance); kNrt: per-bucket NEFFs through the Neuron Runtime C API, libnrt (backend/nrt/).
+enum class NeuronRuntimeKind { kTorchScript, kNrt };
 
 const char* ModelKindName(ModelKind kind);
 const char* DeviceKindName(DeviceKind device);
@@ -96,8 +99,11 @@ struct InstanceGroup {
   // Split evenly over the replicas (see ReplicaCores).
   std::optional<CoreRange> cores;
   int intra_op_threads = 1;  // torch intra-op / OpenMP threads per replica; also caps the BLAS pool
-  std::string neuron_library = "libtorchneuron.so";  // dlopen()ed before graphs load (neuron only)
+  // dlopen()ed before graphs load (neuron only); the default follows the runtime (libnrt.so.1 for nrt).
+  std::string neuron_library = "libtorchneuron.so";
   std::optional<int> inter_op_threads;  // torch's process-wide inter-op pool (torch.jit.fork); unset: torch's default
+  // Last, so that existing aggregate initializers keep their meaning.
+  NeuronRuntimeKind neuron_runtime = NeuronRuntimeKind::kTorchScript;  // config `runtime: torchscript | nrt`
 };
 
 struct ModelConfig {
