@@ -190,7 +190,7 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
   if (peak_bytes <= kInlineDecodeBytes) {
     reactor->DecodeAndStart();
   } else if (absl::Status queued = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
-             !admitted.ok()) {
+             !queued.ok()) {
     reactor->RefuseUnstarted(queued);
   }
   return reactor;
