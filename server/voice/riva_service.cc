@@ -58,6 +58,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     std::shared_ptr<OfflineRecognition> recognition;
     {
       MutexLock lock(&mu_);
+      cancelled_ = true;
       recognition = recognition_;
     }
     if (recognition) recognition->Cancel();
@@ -111,11 +112,15 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     auto recognition = OfflineRecognition::Start(
         &voice_->model, voice_->decoder.get(), std::move(audio), DeadlineOf(context),
         [this](absl::StatusOr<OfflineResult> result) { Answer(std::move(result)); });
+    bool cancelled;
     {
       MutexLock lock(&mu_);
       recognition_ = recognition;
+      cancelled = cancelled_;
     }
-    if (context->IsCancelled()) recognition->Cancel();
+    // Not context->IsCancelled(): the recognition may have answered already (a window refused on the spot), after
+    // which gRPC may run OnDone and free the context while this (decoding) thread is still here.
+    if (cancelled) recognition->Cancel();
   }
 
   void Answer(absl::StatusOr<OfflineResult> result) {
@@ -145,6 +150,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
   bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
   bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run (it cancels recognition_ if already set)
 };
 
 }  // namespace
