@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
+
 namespace sluice {
 namespace {
 
@@ -39,6 +41,20 @@ StatusCode StatusCodeForHttp(int http_status) {
     if (http == http_status) return code;
   }
   return http_status >= 500 ? StatusCode::kInternal : StatusCode::kFailedPrecondition;
+}
+
+namespace {
+constexpr char kFieldPayload[] = "type.sluice/request-field";
+}  // namespace
+
+absl::Status WithRequestField(absl::Status status, absl::string_view field) {
+  if (!field.empty()) status.SetPayload(kFieldPayload, absl::Cord(field));
+  return status;
+}
+
+std::string RequestField(const absl::Status& status) {
+  absl::optional<absl::Cord> field = status.GetPayload(kFieldPayload);
+  return field ? std::string(*field) : std::string();
 }
 
 }  // namespace sluice

@@ -6,7 +6,10 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace sluice {
 
@@ -17,5 +20,12 @@ inline int HttpStatusFor(const absl::Status& status) { return HttpStatusFor(stat
 // The code a client assigns to an HTTP status (the inverse of HttpStatusFor where it is one-to-one; other
 // 4xx are FailedPrecondition, other 5xx Internal).
 absl::StatusCode StatusCodeForHttp(int http_status);
+
+// The request field an error is about ("max_tokens", "prompt", "messages", "temperature", "top_p", "top_k", "stop"),
+// attached to a refusal as a payload, so that a front end can name it (OpenAI's error "param"); "" when none.
+// Here, beside the code table, because the decoders (in every build, the fuzz targets' included) and the
+// generation path both attach it.
+absl::Status WithRequestField(absl::Status status, absl::string_view field);
+std::string RequestField(const absl::Status& status);
 
 }  // namespace sluice

@@ -16,7 +16,6 @@ namespace sluice {
 namespace {
 
 constexpr size_t kMaxStopStrings = 4;
-constexpr char kFieldPayload[] = "type.sluice/request-field";
 
 // The state of one accepted call, shared by the engine's two callbacks. The engine calls on_token in order and
 // on_done last, never concurrently (generation_request.h), so it needs no lock.
@@ -104,16 +103,6 @@ GenerationSummary Refusal(const absl::Status& status) {
 }
 
 }  // namespace
-
-absl::Status WithRequestField(absl::Status status, absl::string_view field) {
-  if (!field.empty()) status.SetPayload(kFieldPayload, absl::Cord(field));
-  return status;
-}
-
-std::string RequestField(const absl::Status& status) {
-  absl::optional<absl::Cord> field = status.GetPayload(kFieldPayload);
-  return field ? std::string(*field) : std::string();
-}
 
 void GenerationTicket::Cancel() {
   ContinuousBatcher* batcher = nullptr;

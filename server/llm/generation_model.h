@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "backend/base/model_config.h"
+#include "backend/base/status_mapping.h"
 #include "backend/generation_backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/continuous_batcher.h"
@@ -80,10 +81,7 @@ class GenerationSink {
   virtual void OnDone(const GenerationSummary& summary) = 0;
 };
 
-// The request field an error is about ("max_tokens", "prompt", "messages", "temperature", "top_p", "top_k", "stop"),
-// attached to a refusal as a payload, so that a front end can name it (OpenAI's error "param"); "" when none.
-absl::Status WithRequestField(absl::Status status, absl::string_view field);
-std::string RequestField(const absl::Status& status);
+// WithRequestField / RequestField (the field a refusal is about): backend/base/status_mapping.h.
 
 // One call between Generate and its end: still being prepared, or a sequence of the engine. Shared by the handle
 // and the preparing job. Thread-safety: every method is safe from any thread.
