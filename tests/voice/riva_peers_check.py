@@ -95,12 +95,20 @@ def main() -> None:
               f"confidence {alternative.confidence:.2f}, {result.audio_processed:.2f} s)")
 
     long_path = os.path.join(args.cases, "long40s.wav")
-    before = batch_counts(args.http, "asr_ctc")
-    response = asr.offline_recognize(open(long_path, "rb").read(), config())
-    after = batch_counts(args.http, "asr_ctc")
-    check(abs(response.results[0].audio_processed - 40.0) < 0.01, "long audio: audio_processed")
-    grew = {b: after.get(b, 0) - before.get(b, 0) for b in after if after.get(b, 0) > before.get(b, 0)}
-    check(any(b > 1 for b in grew), f"long audio: its windows ran only in batches of 1: {grew}")
+    # Its 3 windows are submitted one after another and the batcher waits max_queue_delay_ms (5 ms) for more: on a
+    # machine busy with other tests one attempt can miss that window, so up to 3 attempts (each a whole file; a
+    # server that never batches a file's windows fails all three).
+    seen = []
+    for _ in range(3):
+        before = batch_counts(args.http, "asr_ctc")
+        response = asr.offline_recognize(open(long_path, "rb").read(), config())
+        after = batch_counts(args.http, "asr_ctc")
+        check(abs(response.results[0].audio_processed - 40.0) < 0.01, "long audio: audio_processed")
+        grew = {b: after.get(b, 0) - before.get(b, 0) for b in after if after.get(b, 0) > before.get(b, 0)}
+        seen.append(grew)
+        if any(b > 1 for b in grew):
+            break
+    check(any(b > 1 for b in seen[-1]), f"long audio: its windows ran only in batches of 1 in 3 attempts: {seen}")
     print(f"  offline long40s.wav: windows ran in batches {grew} (batch size: executions)")
 
     # 100 ms chunks at real time (the client's own pacing callback), as a live microphone would send them.
