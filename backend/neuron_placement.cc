@@ -13,14 +13,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "backend/base/status_macros.h"
 
 namespace sluice {
 namespace {
 
 // The runtime default is process-wide: one set-load-restore at a time.
-ABSL_CONST_INIT absl::Mutex placement_mu(absl::kConstInit);
+ABSL_CONST_INIT sluice::Mutex placement_mu;
 
 // The methods torch_neuronx's neuron_cores_context calls on the runtime object, in its order.
 constexpr const char* kGetStart = "get_default_start_nc";
@@ -122,7 +122,7 @@ absl::StatusOr<NeuronCorePlacement> NeuronPlacementWithinVisible(const CoreRange
 
 absl::Status WithNeuronCoreDefaults(const NeuronCorePlacement& placement, absl::FunctionRef<absl::Status()> load,
                                     const std::string& runtime_class) {
-  absl::MutexLock lock(&placement_mu);
+  sluice::MutexLock lock(&placement_mu);
   const std::string where = absl::StrCat("Neuron core placement (", placement.ToString(), ")");
   auto failed = [&where](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));

@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "backend/base/status_macros.h"
 #include "backend/neuron_runtime.h"
 
@@ -138,7 +138,7 @@ const BlasControl& Blas() {
 }
 
 // Process-wide pools: the values sluice set (0: not set yet).
-ABSL_CONST_INIT absl::Mutex pools_mu(absl::kConstInit);
+ABSL_CONST_INIT sluice::Mutex pools_mu;
 int process_blas_threads ABSL_GUARDED_BY(pools_mu) = 0;
 int process_inter_op_threads ABSL_GUARDED_BY(pools_mu) = 0;
 
@@ -146,7 +146,7 @@ int process_inter_op_threads ABSL_GUARDED_BY(pools_mu) = 0;
 void CapProcessBlasThreads(int threads) {
   const BlasControl& blas = Blas();
   if (!blas.info.process_wide) return;
-  absl::MutexLock lock(&pools_mu);
+  sluice::MutexLock lock(&pools_mu);
   if (process_blas_threads != 0 && process_blas_threads <= threads) return;
   process_blas_threads = threads;
   if (blas.set_process_wide) blas.set_process_wide(threads);
@@ -154,7 +154,7 @@ void CapProcessBlasThreads(int threads) {
 }
 
 absl::Status UseInterOpThreads(int threads, const std::string& who) {
-  absl::MutexLock lock(&pools_mu);
+  sluice::MutexLock lock(&pools_mu);
   if (process_inter_op_threads == threads) return absl::OkStatus();
   if (process_inter_op_threads != 0) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -6,13 +6,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {
 
 // Live weight sets by id; entries expire with their last holder (the next caller loads the file again).
-ABSL_CONST_INIT absl::Mutex registry_mu(absl::kConstInit);
+ABSL_CONST_INIT sluice::Mutex registry_mu;
 std::map<std::string, std::weak_ptr<const TorchWeights>>& Registry() ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_mu) {
   static auto* registry = new std::map<std::string, std::weak_ptr<const TorchWeights>>();
   return *registry;
@@ -66,7 +66,7 @@ absl::StatusOr<std::shared_ptr<const TorchWeights>> SharedTorchWeights(const Mod
   if (!ec) path = canonical;
   const std::string id = absl::StrCat(path.string(), " on ", target.device.str());
   // Held while loading: a second replica asking for the same file waits for the first copy instead of making its own.
-  absl::MutexLock lock(&registry_mu);
+  sluice::MutexLock lock(&registry_mu);
   auto& registry = Registry();
   if (auto it = registry.find(id); it != registry.end()) {
     if (std::shared_ptr<const TorchWeights> live = it->second.lock()) return live;

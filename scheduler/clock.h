@@ -6,7 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/generation_shapes.h"
 #include "scheduler/sampler.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {

@@ -13,7 +13,7 @@
 #include "scheduler/bucket_queue.h"
 #include "scheduler/bucket_table.h"
 #include "scheduler/enqueue_check.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {

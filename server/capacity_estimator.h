@@ -33,7 +33,7 @@
 #include "backend/backend.h"
 #include "scheduler/bucket_table.h"
 #include "scheduler/clock.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 

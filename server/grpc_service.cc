@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "backend/base/sync.h"
 #include "server/bearer_auth.h"
 #include "server/grpc_codec.h"
 #include "server/llm/triton_stream.h"
@@ -42,7 +43,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
       Finish(grpc::Status::OK);
     });
     {
-      absl::MutexLock lock(&mu_);
+      sluice::MutexLock lock(&mu_);
       handle_ = handle;
     }
     if (context->IsCancelled()) handle.Cancel();
@@ -51,7 +52,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   void OnCancel() override {
     InferHandle handle;
     {
-      absl::MutexLock lock(&mu_);
+      sluice::MutexLock lock(&mu_);
       handle = handle_;
     }
     handle.Cancel();
@@ -63,7 +64,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   ServedModel* const model_;
   const inference::ModelInferRequest* const request_;
   inference::ModelInferResponse* const response_;
-  absl::Mutex mu_;
+  sluice::Mutex mu_;
   InferHandle handle_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 

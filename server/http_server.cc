@@ -23,7 +23,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
 #include "openssl/ssl.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/http_connection.h"
 #include "server/http_wire.h"
 

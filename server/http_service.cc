@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
 #include "server/bearer_auth.h"
@@ -69,20 +69,20 @@ absl::StatusOr<std::optional<size_t>> BinaryHeaderLength(const HttpRequest& requ
 class InferWithdrawal {
  public:
   void Set(InferHandle handle) {
-    absl::MutexLock lock(&mu_);
+    sluice::MutexLock lock(&mu_);
     handle_ = std::move(handle);
   }
   void Withdraw() {
     InferHandle handle;
     {
-      absl::MutexLock lock(&mu_);
+      sluice::MutexLock lock(&mu_);
       handle = handle_;
     }
     handle.Cancel();  // may answer rows on this thread: no lock held
   }
 
  private:
-  absl::Mutex mu_;
+  sluice::Mutex mu_;
   InferHandle handle_ ABSL_GUARDED_BY(mu_);
 };
 

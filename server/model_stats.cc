@@ -7,7 +7,7 @@
 namespace sluice {
 
 void ModelStats::RecordRow(const InferResponse& response, absl::Duration total) {
-  absl::MutexLock lock(&mu_);
+  sluice::MutexLock lock(&mu_);
   stats_.last_inference_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
   if (!response.status.ok()) {
     stats_.fail.Add(total);
@@ -40,13 +40,13 @@ DurationStat PerExecution(const DurationStat& per_row, double executions) {
 }
 
 void ModelStats::RecordRejected(absl::Duration total) {
-  absl::MutexLock lock(&mu_);
+  sluice::MutexLock lock(&mu_);
   stats_.last_inference_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
   stats_.fail.Add(total);
 }
 
 ModelStatsSnapshot ModelStats::Snapshot() const {
-  absl::MutexLock lock(&mu_);
+  sluice::MutexLock lock(&mu_);
   ModelStatsSnapshot snapshot = stats_;
   snapshot.execution_count = static_cast<uint64_t>(std::llround(executions_));
   return snapshot;

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "absl/time/time.h"
 #include "scheduler/infer_request.h"
 
@@ -52,7 +52,7 @@ class ModelStats {
   ModelStatsSnapshot Snapshot() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable sluice::Mutex mu_;
   ModelStatsSnapshot stats_ ABSL_GUARDED_BY(mu_);
   double executions_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -63,7 +63,7 @@ void PendingInference::RefuseWhole(const absl::Status& status) {
   if (target_.metrics != nullptr) target_.metrics->RecordRequest(status, absl::ZeroDuration(), 1, 0);
   InferCompletion done;
   {
-    absl::MutexLock lock(&mu_);
+    sluice::MutexLock lock(&mu_);
     done = std::move(done_);  // nothing was accepted: no row can finish the call
     done_ = nullptr;
   }
@@ -73,14 +73,14 @@ void PendingInference::RefuseWhole(const absl::Status& status) {
 void PendingInference::Cancel() {
   std::vector<RequestId> ids;
   {
-    absl::MutexLock lock(&mu_);
+    sluice::MutexLock lock(&mu_);
     ids = ids_;
   }
   for (RequestId id : ids) target_.scheduler->Cancel(id);  // may answer rows synchronously: no lock held here
 }
 
 void PendingInference::Accepted(RequestId id) {
-  absl::MutexLock lock(&mu_);
+  sluice::MutexLock lock(&mu_);
   ids_.push_back(id);
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "scheduler/scheduler.h"
 #include "server/infer_call.h"
 #include "server/model_stats.h"
@@ -55,7 +55,7 @@ class PendingInference : public std::enable_shared_from_this<PendingInference> {
   const std::vector<size_t> selected_index_;
   const InferOptions options_;
   const absl::Time start_;
-  absl::Mutex mu_;
+  sluice::Mutex mu_;
   std::vector<RequestId> ids_ ABSL_GUARDED_BY(mu_);
   int64_t remaining_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);

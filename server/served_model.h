@@ -14,7 +14,7 @@
 #include "backend/backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/scheduler.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/infer_call.h"
 #include "server/model_stats.h"
 #include "server/pending_inference.h"

@@ -6,12 +6,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {
 
-ABSL_CONST_INIT absl::Mutex library_mu(absl::kConstInit);
+ABSL_CONST_INIT sluice::Mutex library_mu;
 // Weak: the library closes when its last instance goes, so a process that unloads every NEFF model also
 // releases the NeuronCores (nrt_close) rather than holding them until exit.
 std::weak_ptr<NrtLibrary>& SharedLibrary() ABSL_EXCLUSIVE_LOCKS_REQUIRED(library_mu) {
@@ -57,7 +57,7 @@ absl::StatusOr<NrtFunctions> ResolveAll(void* handle, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<NrtLibrary>> NrtLibrary::Acquire(const std::string& path) {
-  absl::MutexLock lock(&library_mu);
+  sluice::MutexLock lock(&library_mu);
   if (std::shared_ptr<NrtLibrary> held = SharedLibrary().lock()) {
     if (held->path() != path) {
       return absl::FailedPreconditionError(absl::StrCat("the Neuron Runtime is already loaded from ", held->path(),

@@ -30,7 +30,7 @@
 #include "scheduler/clock.h"
 #include "scheduler/continuous_batcher.h"
 #include "scheduler/generation_request.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/llm/prep_queue.h"
 #include "server/llm/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {

@@ -10,7 +10,7 @@
 #include <deque>
 #include <functional>
 
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 

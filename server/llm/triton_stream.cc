@@ -10,7 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/llm/triton_stream_codec.h"
 
 namespace sluice {

@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice::voice {
 

@@ -26,7 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/voice/audio_windows.h"
 #include "server/voice/ctc_decoder.h"
 #include "server/voice/speech_model.h"

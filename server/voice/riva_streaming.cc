@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"

@@ -21,7 +21,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/server_metrics.h"
 
 namespace sluice::voice {

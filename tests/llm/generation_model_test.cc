@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backend/sim_generation_backend.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "gtest/gtest.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"

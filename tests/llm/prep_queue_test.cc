@@ -10,7 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {

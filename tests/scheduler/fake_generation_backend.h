@@ -18,7 +18,7 @@
 #include "backend/generation_backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/sampler.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice::testing {
 

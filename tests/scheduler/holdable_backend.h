@@ -3,7 +3,7 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice::testing {
 

@@ -9,7 +9,7 @@
 #include "backend/base/model_config.h"
 #include "scheduler/infer_request.h"
 #include "scheduler/scheduler.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 
 namespace sluice::testing {
 

@@ -10,7 +10,7 @@
 
 #include "backend/sim_backend.h"
 #include "scheduler/clock.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "tests/scheduler/holdable_backend.h"
 
 namespace sluice::testing {

@@ -12,7 +12,7 @@
 
 #include "backend/base/model_config.h"
 #include "scheduler/clock.h"
-#include "scheduler/sync.h"
+#include "backend/base/sync.h"
 #include "server/model_hub.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"
