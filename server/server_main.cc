@@ -1,14 +1,15 @@
 // sluice-server: listens at once (answering not-ready), loads and warms the model repository, serves KServe v2
 // over gRPC and HTTP, and drains on SIGTERM/SIGINT: not-ready at once, refuse new work, finish what was accepted,
-// exit 0 within the grace period (3 when it runs out).
+// unload the models (releasing their devices) and exit 0 within the grace period (3 when it runs out).
 // Thread roles: the main thread loads, then waits for a signal and runs the drain.
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <future>
-#include <thread>
+#include <memory>
 #include <string>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -76,7 +77,46 @@ absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
   return done.get();
 }
 
-[[noreturn]] void WaitAndDrain(const ServerConfig& config, Server& server, sigset_t signals) {
+// Whether no instance can still be inside its backend: none left rotation (a batch past execution_timeout_ms takes
+// its instance out while the call may still run; a vanished device also does, and is left alone as well).
+bool EveryInstanceInRotation(ModelHub& hub) {
+  for (const auto& model : hub.models()) {
+    int instances = 0;
+    for (const InstanceGroup& group : model->config().instances) instances += group.count;
+    if (model->scheduler().InstancesInRotation() != instances) return false;
+  }
+  for (const auto& model : hub.generation_models()) {
+    int instances = 0;
+    for (const InstanceGroup& group : model->config().instances) instances += group.count;
+    if (model->engine().InstancesInRotation() != instances) return false;
+  }
+  return true;
+}
+
+// After a complete drain: destroys the server, so that every backend releases its device (the Neuron Runtime
+// backend: nrt_unload of every NEFF, then nrt_close, which hands the NeuronCores back). Skipped when an instance
+// may still be executing (destroying it would wait for it); bounded, since exiting matters more than tidying.
+void ReleaseModels(std::unique_ptr<Server> server) {
+  if (!EveryInstanceInRotation(server->hub())) {
+    spdlog::warn("an instance left rotation (timed out or device gone): exiting without unloading the models");
+    server.release();  // deliberately leaked: the process ends next
+    return;
+  }
+  auto released = std::make_shared<std::promise<void>>();
+  std::future<void> done = released->get_future();
+  std::thread([owned = server.release(), released] {
+    delete owned;
+    released->set_value();
+  }).detach();
+  if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    spdlog::warn("unloading the models took more than 10 s: exiting without waiting for the rest");
+  } else {
+    spdlog::info("models unloaded");
+  }
+}
+
+[[noreturn]] void WaitAndDrain(const ServerConfig& config, std::unique_ptr<Server> owned, sigset_t signals) {
+  Server& server = *owned;
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   const int64_t in_flight = server.hub().InFlight();
@@ -93,9 +133,10 @@ absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
     spdlog::info("drained {}: {} succeeded, {} failed in total", model->config().name, stats.inference_count,
                  stats.fail.count);
   }
-  spdlog::info("drain complete ({} request(s) were in flight); exiting 0", in_flight);
-  // Every accepted request is answered and the listeners are closed: exit without destroying the models, since
-  // an instance whose execution timed out may still be inside its backend (destroying it would wait for it).
+  spdlog::info("drain complete ({} request(s) were in flight)", in_flight);
+  // Every accepted request is answered and the listeners are closed: unload the models, then exit 0.
+  ReleaseModels(std::move(owned));
+  spdlog::info("exiting 0");
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
   std::_Exit(0);
@@ -137,7 +178,7 @@ int Run(int argc, char** argv) {
   spdlog::info("READY in {:.2f} s ({} models, {} generation models)", absl::ToDoubleSeconds(absl::Now() - start),
                (*server)->hub().models().size(), (*server)->hub().generation_models().size());
   Announce(*config, **server, "READY", "");
-  WaitAndDrain(*config, **server, signals);
+  WaitAndDrain(*config, *std::move(server), signals);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "backend/nrt/nrt_backend.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -109,7 +110,12 @@ class NrtBackend final : public Backend {
       if (bucket.inputs != nullptr) api_.destroy_tensor_set(&bucket.inputs);
       if (bucket.outputs != nullptr) api_.destroy_tensor_set(&bucket.outputs);
       for (BucketIo& io : bucket.io) Free(io.device);
-      if (bucket.model != nullptr) api_.unload(bucket.model);
+      if (bucket.model == nullptr) continue;
+      // Nothing can be done about a failed unload at shutdown but to say so (the server's log is its stderr).
+      if (NRT_STATUS s = api_.unload(bucket.model); s != NRT_SUCCESS) {
+        const absl::Status error = NrtCallError("nrt_unload", s, Where(*bucket.manifest));
+        std::fprintf(stderr, "%s: %s\n", Describe().c_str(), std::string(error.message()).c_str());
+      }
     }
     for (auto& [name, tensor] : shared_) Free(tensor);
     // library_ goes last: the final holder's release calls nrt_close.
@@ -167,6 +173,7 @@ class NrtBackend final : public Backend {
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return stats_; }
+  InstanceMemory memory() const override { return memory_; }
 
   std::string Describe() const override {
     return absl::StrCat(model_.name, "#", replica_, " on neuron (nrt, NeuronCore ", vnc_, " of the visible)");
@@ -278,6 +285,9 @@ class NrtBackend final : public Backend {
   std::map<std::string, DeviceTensor> shared_;
   std::vector<LoadedBucket> buckets_;
   std::vector<BucketLoadStats> stats_;
+  // Weights and caches as allocated on this instance's core: each replica holds its own device copy (weights_id
+  // stays empty, so a model's memory counts them once per replica).
+  InstanceMemory memory_{.graph_format = 2};
 };
 
 absl::Status NrtBackend::CheckAgainstNeff(const NeffBucket& bucket, const std::vector<NeffTensorInfo>& infos) {
@@ -376,6 +386,7 @@ absl::StatusOr<DeviceTensor> NrtBackend::SharedTensor(const NeffBucket& bucket, 
   }
   SLUICE_ASSIGN_OR_RETURN(DeviceTensor t, Allocate(info.size, info.dtype, key, absl::StrCat(Where(bucket), " ", key)));
   shared_.emplace(key, t);  // owned from here on, also if the write below fails
+  (weight ? memory_.weight_bytes : memory_.cache_bytes) += static_cast<int64_t>(info.size);
   std::vector<std::byte> bytes;
   if (weight) {
     SLUICE_ASSIGN_OR_RETURN(bytes, weights_->ReadTensor(binding.name));
@@ -392,6 +403,8 @@ absl::Status NrtBackend::LoadBucket(const NeffBucket& bucket) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<char> neff, ReadFile(bucket.neff));
   LoadedBucket& loaded = buckets_.emplace_back();  // owned (and cleaned up) from here on, whatever fails next
   loaded.manifest = &bucket;
+  memory_.graph_bytes += static_cast<int64_t>(neff.size());
+  ++memory_.graphs;
   // vnc_count is deprecated in current libnrt headers ("always use -1"): one NEFF copy on one core.
   if (NRT_STATUS s = api_.load(neff.data(), neff.size(), vnc_, -1, &loaded.model); s != NRT_SUCCESS) {
     loaded.model = nullptr;

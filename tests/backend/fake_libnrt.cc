@@ -5,17 +5,24 @@
 //   tensor in|out <name> FLOAT32|INT64|INT32|UINT8 <dim> <dim> ...
 //   compute mul_mask <x> <w> <lengths> <y>     y[b, t, f...] = t < lengths[b] ? x[b, t, f...] * w[f...] : 0
 //   compute copy_lengths <lengths> <out>        out[b] = lengths[b]
+//   compute torchscript <graph.pt> <arg>... -> <out>...
+//                                               outs = graph.forward(args...): a real model's bucket graph run by
+//                                               libtorch on the host (fake_nrt_torchscript.h)
 //
 // It checks what a device would: every NEFF tensor is in the sets given to nrt_execute, with the NEFF's byte
 // size, allocated on the device of the model's NeuronCore. It counts allocations per placement and name prefix,
 // records each nrt_load's (vnc, vnc_count), and can fail the next call of a named function with a given status
 // (fake_nrt_* functions, read by the tests through dlsym). With FAKE_LIBNRT_LOG set it also appends
-// "nrt_init", "nrt_load vnc=<n>" and "nrt_close" lines to that file, for tests of another process (the server).
-// Every entry point takes one global mutex.
+// "nrt_init", "nrt_load vnc=<n> vnc_count=<m>", "nrt_unload vnc=<n>" and, at nrt_close, one summary line
+// ("nrt_close loads=.. unloads=.. weight_allocations=.. cache_allocations=.. device_allocations=.. live_models=..
+// live_tensors=.. live_sets=.."), for tests of another process (the server), which read it after it exits.
+// Every entry point takes one global mutex; a TorchScript compute runs outside it (like separate NeuronCores).
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "backend/nrt/nrt_api.h"
+#include "tests/backend/fake_nrt_torchscript.h"
 
 struct nrt_tensor {
   std::vector<unsigned char> bytes;
@@ -43,6 +51,9 @@ struct nrt_model {
   int vnc = 0;
   std::vector<FakeTensorDecl> tensors;
   std::vector<std::vector<std::string>> computes;
+  // "compute torchscript": the graph and the NEFF tensors passed to it and filled from its results, in order.
+  std::unique_ptr<sluice::testing::FakeTorchGraph> graph;
+  std::vector<std::string> graph_args, graph_outputs;
 };
 
 namespace {
@@ -51,7 +62,7 @@ using TensorSet = std::map<std::string, nrt_tensor_t*>;
 
 struct State {
   std::mutex mu;
-  int init_calls = 0, close_calls = 0, executes = 0, live_models = 0, live_tensors = 0, live_sets = 0;
+  int init_calls = 0, close_calls = 0, executes = 0, unloads = 0, live_models = 0, live_tensors = 0, live_sets = 0;
   bool initialized = false;
   std::map<int, int> allocations;  // placement -> count
   std::vector<std::string> allocation_names;
@@ -114,6 +125,47 @@ const FakeTensorDecl* Decl(const nrt_model_t* model, const std::string& name) {
   return nullptr;
 }
 
+// "compute torchscript <graph.pt> <arg>... -> <out>...": loads the graph and records its tensors; false when the
+// line is malformed, the graph cannot be loaded, or a name is not a NEFF tensor of the right direction.
+bool ParseTorchScript(nrt_model_t* model, const std::vector<std::string>& c) {
+  if (c.size() < 3 || model->graph) return false;
+  std::string error;
+  model->graph = sluice::testing::FakeTorchGraph::Load(c[1], &error);
+  if (!model->graph) {
+    std::fprintf(stderr, "fake libnrt: %s\n", error.c_str());
+    return false;
+  }
+  bool outputs = false;
+  for (size_t i = 2; i < c.size(); ++i) {
+    if (c[i] == "->") {
+      outputs = true;
+      continue;
+    }
+    const FakeTensorDecl* d = Decl(model, c[i]);
+    if (d == nullptr || d->output != outputs) return false;
+    (outputs ? model->graph_outputs : model->graph_args).push_back(c[i]);
+  }
+  return !model->graph_outputs.empty();
+}
+
+// The bytes of the named NEFF tensors as bound for one execution.
+std::vector<sluice::testing::FakeNeffBuffer> Buffers(const nrt_model_t* model, const std::vector<std::string>& names,
+                                                     std::map<std::string, nrt_tensor_t*>& bound) {
+  std::vector<sluice::testing::FakeNeffBuffer> buffers;
+  for (const std::string& name : names) {
+    const FakeTensorDecl* d = Decl(model, name);
+    nrt_tensor_t* t = bound[name];
+    buffers.push_back({t->bytes.data(), t->bytes.size(), d->dtype, d->shape});
+  }
+  return buffers;
+}
+
+int CountNamed(const std::string& prefix) {
+  int n = 0;
+  for (const std::string& name : S().allocation_names) n += name.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
 }  // namespace
 
 extern "C" {
@@ -130,8 +182,14 @@ NRT_STATUS nrt_init(nrt_framework_type_t, const char*, const char*) {
 
 void nrt_close() {
   std::lock_guard<std::mutex> lock(S().mu);
-  ++S().close_calls;
-  Log("nrt_close");
+  State& s = S();
+  ++s.close_calls;
+  Log("nrt_close loads=" + std::to_string(s.loads.size()) + " unloads=" + std::to_string(s.unloads) +
+      " weight_allocations=" + std::to_string(CountNamed("weight:")) +
+      " cache_allocations=" + std::to_string(CountNamed("cache:")) +
+      " device_allocations=" + std::to_string(s.allocations[NRT_TENSOR_PLACEMENT_DEVICE]) +
+      " live_models=" + std::to_string(s.live_models) + " live_tensors=" + std::to_string(s.live_tensors) +
+      " live_sets=" + std::to_string(s.live_sets));
   S().initialized = false;
 }
 
@@ -139,7 +197,7 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
   std::lock_guard<std::mutex> lock(S().mu);
   if (!S().initialized) return NRT_UNINITIALIZED;
   S().loads.emplace_back(vnc, vnc_count);
-  Log("nrt_load vnc=" + std::to_string(vnc));
+  Log("nrt_load vnc=" + std::to_string(vnc) + " vnc_count=" + std::to_string(vnc_count));
   NRT_STATUS status;
   if (Fails("nrt_load", &status)) return status;
   std::istringstream in(std::string(static_cast<const char*>(neff_bytes), size));
@@ -175,6 +233,12 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
       return NRT_INVALID;
     }
   }
+  for (const auto& c : m->computes) {  // after the loop: a compute may name tensors declared after it
+    if (!c.empty() && c[0] == "torchscript" && !ParseTorchScript(m, c)) {
+      delete m;
+      return NRT_INVALID;
+    }
+  }
   ++S().live_models;
   *model = m;
   return NRT_SUCCESS;
@@ -182,6 +246,10 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
 
 NRT_STATUS nrt_unload(nrt_model_t* model) {
   std::lock_guard<std::mutex> lock(S().mu);
+  Log("nrt_unload vnc=" + std::to_string(model->vnc));
+  NRT_STATUS status;
+  if (Fails("nrt_unload", &status)) return status;  // the model stays loaded, as a failed unload would leave it
+  ++S().unloads;
   --S().live_models;
   delete model;
   return NRT_SUCCESS;
@@ -282,7 +350,7 @@ NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t* tensor_set, const char
 }
 
 NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set, nrt_tensor_set_t* output_set) {
-  std::lock_guard<std::mutex> lock(S().mu);
+  std::unique_lock<std::mutex> lock(S().mu);
   NRT_STATUS status;
   if (Fails("nrt_execute", &status)) return status;
   const auto& inputs = *static_cast<const TensorSet*>(input_set);
@@ -322,8 +390,21 @@ NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set, nr
       const FakeTensorDecl* out = Decl(model, c[2]);
       if (!out || out->size != bound[c[1]]->bytes.size()) return NRT_INVALID;
       bound[c[2]]->bytes = bound[c[1]]->bytes;
-    } else {
+    } else if (c.empty() || c[0] != "torchscript") {
       return NRT_INVALID;
+    }
+  }
+  if (model->graph) {
+    const auto args = Buffers(model, model->graph_args, bound);
+    const auto outputs = Buffers(model, model->graph_outputs, bound);
+    // The caller keeps the tensors alive and unchanged until nrt_execute returns: run outside the mutex.
+    lock.unlock();
+    std::string error;
+    const bool ran = model->graph->Run(args, outputs, &error);
+    lock.lock();
+    if (!ran) {
+      std::fprintf(stderr, "fake libnrt: nrt_execute: %s\n", error.c_str());
+      return NRT_EXEC_COMPLETED_WITH_ERR;
     }
   }
   ++S().executes;
@@ -335,7 +416,7 @@ NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set, nr
 void fake_nrt_reset() {
   std::lock_guard<std::mutex> lock(S().mu);
   State& s = S();
-  s.init_calls = s.close_calls = s.executes = 0;
+  s.init_calls = s.close_calls = s.executes = s.unloads = 0;
   s.allocations.clear();
   s.allocation_names.clear();
   s.loads.clear();
@@ -358,13 +439,12 @@ int fake_nrt_counter(const char* what) {
   if (w == "device_allocations") return s.allocations.count(NRT_TENSOR_PLACEMENT_DEVICE) ? s.allocations.at(NRT_TENSOR_PLACEMENT_DEVICE) : 0;
   if (w == "host_allocations") return s.allocations.count(NRT_TENSOR_PLACEMENT_HOST) ? s.allocations.at(NRT_TENSOR_PLACEMENT_HOST) : 0;
   if (w == "loads") return static_cast<int>(s.loads.size());
+  if (w == "unloads") return s.unloads;
   return -1;
 }
 int fake_nrt_allocations_named(const char* prefix) {
   std::lock_guard<std::mutex> lock(S().mu);
-  int n = 0;
-  for (const std::string& name : S().allocation_names) n += name.rfind(prefix, 0) == 0 ? 1 : 0;
-  return n;
+  return CountNamed(prefix);
 }
 // The i-th nrt_load's vnc (which = 0) or vnc_count (which = 1).
 int fake_nrt_load_arg(int i, int which) {

@@ -17,33 +17,15 @@
 #include "backend/base/model_config.h"
 #include "backend/nrt/nrt_api.h"
 #include "backend/nrt/safetensors_file.h"
+#include "tests/backend/fake_nrt_controls.h"
 #include "tests/backend/nrt_toy_model.h"
 
 namespace sluice {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::FakeNrt;
 using testing::NrtToyModel;
-
-// The fake's controls, resolved from the same library the backend dlopen()s (one handle: shared state).
-struct FakeNrt {
-  void* handle = nullptr;
-  void (*reset)() = nullptr;
-  void (*fail_next)(const char*, int) = nullptr;
-  int (*counter)(const char*) = nullptr;
-  int (*allocations_named)(const char*) = nullptr;
-  int (*load_arg)(int, int) = nullptr;
-
-  FakeNrt() {
-    handle = dlopen(SLUICE_FAKE_LIBNRT, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return;
-    reset = reinterpret_cast<void (*)()>(dlsym(handle, "fake_nrt_reset"));
-    fail_next = reinterpret_cast<void (*)(const char*, int)>(dlsym(handle, "fake_nrt_fail_next"));
-    counter = reinterpret_cast<int (*)(const char*)>(dlsym(handle, "fake_nrt_counter"));
-    allocations_named = reinterpret_cast<int (*)(const char*)>(dlsym(handle, "fake_nrt_allocations_named"));
-    load_arg = reinterpret_cast<int (*)(int, int)>(dlsym(handle, "fake_nrt_load_arg"));
-  }
-};
 
 class NrtBackendTest : public ::testing::Test {
  protected:
@@ -84,7 +66,7 @@ class NrtBackendTest : public ::testing::Test {
     return p;
   }
 
-  FakeNrt fake_;
+  FakeNrt fake_{SLUICE_FAKE_LIBNRT};
   NrtToyModel toy_;
 };
 

@@ -1,18 +1,31 @@
 // The whole sluice-server serving a model through the Neuron Runtime backend (device neuron, runtime nrt) with
 // the fake libnrt (tests/backend/fake_libnrt.cc) as its neuron_library: KServe v2 over HTTP and gRPC, results
 // computed by the fake NEFF (y = x * scale on the real rows), each replica on its own NeuronCore, a bad request
-// refused while serving goes on, and a clean exit 0 on SIGTERM. Not hardware: no real libnrt is exercised here.
+// refused while serving goes on, and on SIGTERM every NEFF unloaded, nrt_close called and exit 0; and the example
+// models (text_embed, asr_digits) served through it next to their TorchScript selves, answering alike. Not
+// hardware: no real libnrt or NEFF is exercised here.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <rapidjson/document.h>
 
 #include "gmock/gmock.h"
 #include "grpc_service.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "backend/nrt/safetensors_file.h"
 #include "httplib.h"
 #include "tests/backend/nrt_toy_model.h"
+#include "tests/float_tolerance.h"
 #include "tests/server/server_process.h"
 
 namespace sluice {
@@ -93,9 +106,134 @@ TEST(NrtServerTest, ServesThroughTheNeuronRuntimeAndClosesItAtShutdown) {
 
   server.Signal(SIGTERM);
   EXPECT_EQ(server.WaitExit(std::chrono::seconds(60)), 0) << server.Log();
-  // The server ends with _Exit after draining, without destroying instances (one whose execution timed out may
-  // still be inside its backend), so nrt_close is not called here; nrt_backend_tests check it at destruction.
-  EXPECT_EQ(ReadAll(log).find("nrt_close"), std::string::npos);
+  // The orderly shutdown unloads every NEFF (2 replicas x 4 buckets), frees every tensor and closes the runtime.
+  EXPECT_THAT(ReadAll(log), HasSubstr("nrt_close loads=8 unloads=8 weight_allocations=2 cache_allocations=2 "));
+  EXPECT_THAT(ReadAll(log), HasSubstr("live_models=0 live_tensors=0 live_sets=0"));
+  EXPECT_THAT(server.Log(), HasSubstr("models unloaded"));
+  unsetenv("FAKE_LIBNRT_LOG");
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(root);
+}
+
+// Lines of the fake's log starting with `prefix`.
+int CountLines(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; ++at) n += at == 0 || text[at - 1] == '\n';
+  return n;
+}
+
+void ExpectClose(std::span<const float> got, std::span<const float> want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double tolerance = testing::CrossShapeTolerance(want);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double{got[i]} - want[i]));
+  EXPECT_LE(worst, tolerance) << what;
+}
+
+// KServe v2 JSON: the first output's data.
+std::vector<float> HttpEmbedding(httplib::Client& client, const std::string& model, const std::vector<int64_t>& ids) {
+  std::string data;
+  for (int64_t id : ids) data += (data.empty() ? "" : ",") + std::to_string(id);
+  auto res = client.Post("/v2/models/" + model + "/infer",
+                         R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,)" +
+                             std::to_string(ids.size()) + R"(],"data":[)" + data + "]}]}",
+                         "application/json");
+  if (!res || res->status != 200) {
+    ADD_FAILURE() << model << ": " << (res ? res->body : "no answer");
+    return {};
+  }
+  rapidjson::Document doc;
+  doc.Parse(res->body.c_str());
+  std::vector<float> values;
+  for (const auto& v : doc["outputs"][0]["data"].GetArray()) values.push_back(v.GetFloat());
+  return values;
+}
+
+// KServe v2 gRPC: log_probs of one utterance, and its frame count.
+std::vector<float> GrpcLogProbs(inference::GRPCInferenceService::Stub& stub, const std::string& model,
+                                const std::vector<float>& audio, int64_t* frames) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* input = request.add_inputs();
+  input->set_name("audio");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(static_cast<int64_t>(audio.size()));
+  request.add_raw_input_contents(std::string(reinterpret_cast<const char*>(audio.data()), audio.size() * 4));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  inference::ModelInferResponse response;
+  grpc::Status status = stub.ModelInfer(&context, request, &response);
+  if (!status.ok() || response.raw_output_contents_size() != 1 || response.outputs(0).shape_size() != 3) {
+    ADD_FAILURE() << model << ": " << status.error_message();
+    return {};
+  }
+  *frames = response.outputs(0).shape(1);
+  const std::string& bytes = response.raw_output_contents(0);
+  const auto* begin = reinterpret_cast<const float*>(bytes.data());
+  return std::vector<float>(begin, begin + bytes.size() / 4);
+}
+
+TEST(NrtServerTest, ServesTheExampleModelsAsTheTorchScriptPathDoesAndReleasesTheRuntimeAtShutdown) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("sluice_nrt_examples_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string log = (root / "libnrt.log").string();
+  setenv("FAKE_LIBNRT_LOG", log.c_str(), 1);
+  unsetenv("NEURON_RT_VISIBLE_CORES");
+  ServerProcess::Options options;
+  options.source_repository = SLUICE_NRT_MODELS_DIR;  // each model twice: TorchScript (cpu) and runtime nrt
+  options.models = {"text_embed", "text_embed_nrt", "asr_digits", "asr_digits_nrt"};
+  ServerProcess server(options);
+  ASSERT_TRUE(server.ready()) << server.Log();
+
+  httplib::Client client("http://" + server.http_address());
+  std::mt19937 gen(7);
+  for (size_t tokens : {5u, 40u, 200u}) {
+    std::vector<int64_t> ids(tokens);
+    for (int64_t& id : ids) id = std::uniform_int_distribution<int64_t>(1, 8000)(gen);
+    const std::vector<float> want = HttpEmbedding(client, "text_embed", ids);
+    const std::vector<float> got = HttpEmbedding(client, "text_embed_nrt", ids);
+    ASSERT_EQ(want.size(), 256u);
+    ExpectClose(got, want, "text_embed, " + std::to_string(tokens) + " tokens");
+  }
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(server.grpc_address(), grpc::InsecureChannelCredentials()));
+  for (size_t samples : {9000u, 30000u, 100000u}) {
+    std::vector<float> audio(samples);
+    for (float& a : audio) a = std::uniform_real_distribution<float>(-0.3f, 0.3f)(gen);
+    int64_t want_frames = 0, got_frames = 0;
+    const std::vector<float> want = GrpcLogProbs(*stub, "asr_digits", audio, &want_frames);
+    const std::vector<float> got = GrpcLogProbs(*stub, "asr_digits_nrt", audio, &got_frames);
+    ASSERT_GT(want_frames, 0);
+    EXPECT_EQ(got_frames, want_frames);
+    ExpectClose(got, want, "asr_digits, " + std::to_string(samples) + " samples");
+  }
+
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(60)), 0) << server.Log();
+  const std::string calls = ReadAll(log);
+  // Two replicas per model, each on its own NeuronCore (text_embed_nrt 0-1, asr_digits_nrt 2-3), every bucket's
+  // NEFF loaded once per replica.
+  const int text_buckets = 15, asr_buckets = 16;
+  EXPECT_EQ(CountLines(calls, "nrt_load vnc=0 vnc_count=-1"), text_buckets);
+  EXPECT_EQ(CountLines(calls, "nrt_load vnc=1 vnc_count=-1"), text_buckets);
+  EXPECT_EQ(CountLines(calls, "nrt_load vnc=2 vnc_count=-1"), asr_buckets);
+  EXPECT_EQ(CountLines(calls, "nrt_load vnc=3 vnc_count=-1"), asr_buckets);
+  EXPECT_EQ(CountLines(calls, "nrt_init"), 1);
+  // One device copy of each weight per replica, whatever the bucket count.
+  int weights = 0;
+  for (const char* model : {"text_embed_nrt", "asr_digits_nrt"}) {
+    absl::StatusOr<SafetensorsFile> file =
+        SafetensorsFile::Open(std::string(SLUICE_NRT_MODELS_DIR) + "/" + model + "/weights.safetensors");
+    ASSERT_TRUE(file.ok()) << file.status();
+    weights += static_cast<int>(file->tensors().size());
+  }
+  const int loads = 2 * (text_buckets + asr_buckets);
+  EXPECT_THAT(calls, HasSubstr(absl::StrCat("nrt_close loads=", loads, " unloads=", loads,
+                                            " weight_allocations=", 2 * weights, " cache_allocations=0 ")));
+  EXPECT_THAT(calls, HasSubstr("live_models=0 live_tensors=0 live_sets=0"));
+  EXPECT_EQ(CountLines(calls, "nrt_close"), 1);
   unsetenv("FAKE_LIBNRT_LOG");
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(root);
 }
