@@ -99,7 +99,7 @@ bool EveryInstanceInRotation(ModelHub& hub) {
 void ReleaseModels(std::unique_ptr<Server> server) {
   if (!EveryInstanceInRotation(server->hub())) {
     spdlog::warn("an instance left rotation (timed out or device gone): exiting without unloading the models");
-    server.release();  // deliberately leaked: the process ends next
+    static_cast<void>(server.release());  // deliberately leaked: the process ends next
     return;
   }
   auto released = std::make_shared<std::promise<void>>();

@@ -247,12 +247,13 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
 NRT_STATUS nrt_unload(nrt_model_t* model) {
   std::lock_guard<std::mutex> lock(S().mu);
   Log("nrt_unload vnc=" + std::to_string(model->vnc));
-  NRT_STATUS status;
-  if (Fails("nrt_unload", &status)) return status;  // the model stays loaded, as a failed unload would leave it
-  ++S().unloads;
+  // A failing unload is reported but still frees the model: the tests check the report, and the live counts stay
+  // meaningful for the tests that follow in the same process.
+  NRT_STATUS status = NRT_SUCCESS;
+  if (!Fails("nrt_unload", &status)) ++S().unloads;
   --S().live_models;
   delete model;
-  return NRT_SUCCESS;
+  return status;
 }
 
 NRT_STATUS nrt_get_model_tensor_info(nrt_model_t* model, nrt_tensor_info_array_t** tensor_info) {

@@ -239,6 +239,23 @@ TEST_F(NrtBackendTest, EveryFailingCallIsNamedWithItsStatus) {
   }
 }
 
+TEST_F(NrtBackendTest, AFailedUnloadAtShutdownIsReportedWithItsStatusAndTheRestIsReleased) {
+  absl::StatusOr<ModelConfig> config = Config();
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<std::unique_ptr<Backend>> backend = Create(*config, 0);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  fake_.fail_next("nrt_unload", NRT_FAILURE);  // the first bucket's
+  ::testing::internal::CaptureStderr();
+  backend->reset();
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(logged, HasSubstr("nrt_unload failed with NRT_FAILURE (1) (model nrt_toy bucket (1, 4) NEFF "));
+  EXPECT_THAT(logged, HasSubstr("b1_l4.neff"));
+  EXPECT_EQ(fake_.counter("unloads"), 3);
+  EXPECT_EQ(fake_.counter("live_tensors"), 0);
+  EXPECT_EQ(fake_.counter("live_sets"), 0);
+  EXPECT_EQ(fake_.counter("close"), 1);
+}
+
 TEST_F(NrtBackendTest, AMissingLibraryOrSymbolIsNamed) {
   toy_.library = "/nonexistent/libnrt.so.1";
   absl::StatusOr<ModelConfig> config = Config();
