@@ -13,7 +13,6 @@ Every config key that changes the computation is either mapped onto a LlamaConfi
 and value named (ValueError): never silently ignored.
 """
 import json
-import mmap
 import os
 import struct
 from typing import Any, Dict, List, Optional, Tuple
@@ -121,32 +120,26 @@ def read_safetensors(path: str) -> Dict[str, torch.Tensor]:
         if header_len > size - 8:
             raise ValueError(f"{path}: not a safetensors file (header length {header_len}, file {size} bytes)")
         header = json.loads(f.read(header_len))
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size > 8 + header_len else b""
-    base = 8 + header_len
+        data = bytearray(f.read())  # writable, so torch.frombuffer views it without a copy or a warning
     out = {}
-    try:
-        for name, entry in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = _ST_DTYPES.get(entry["dtype"])
-            if dtype is None:
-                raise ValueError(f"{path}: tensor {name} has dtype {entry['dtype']}, not supported")
-            begin, end = entry["data_offsets"]
-            shape = entry["shape"]
-            count = 1
-            for d in shape:
-                count *= d
-            if end - begin != count * torch.tensor([], dtype=dtype).element_size():
-                raise ValueError(f"{path}: tensor {name}: {end - begin} bytes for shape {shape} {entry['dtype']}")
-            if count == 0:
-                out[name] = torch.empty(shape, dtype=dtype)
-                continue
-            # frombuffer on a read-only mmap warns that the tensor is not writable: it is cloned at once.
-            view = torch.frombuffer(memoryview(data)[base + begin:base + end], dtype=dtype)  # type: ignore[arg-type]
-            out[name] = view.reshape(shape).clone()
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _ST_DTYPES.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError(f"{path}: tensor {name} has dtype {entry['dtype']}, not supported")
+        begin, end = entry["data_offsets"]
+        shape = entry["shape"]
+        count = 1
+        for d in shape:
+            count *= d
+        if end - begin != count * torch.tensor([], dtype=dtype).element_size() or end > len(data):
+            raise ValueError(f"{path}: tensor {name}: bytes [{begin}, {end}) for shape {shape} {entry['dtype']} "
+                             f"(data {len(data)} bytes)")
+        if count == 0:
+            out[name] = torch.empty(shape, dtype=dtype)
+            continue
+        out[name] = torch.frombuffer(data, dtype=dtype, count=count, offset=begin).reshape(shape).clone()
     return out
 
 
