@@ -3,7 +3,8 @@
 # requirements-hf-tools.txt and sets VENV_BIN. PyPI unreachable on the first run: exit 77 (CTest SKIP); any other
 # install failure fails. Needs log() and fail() from the caller.
 ensure_hf_tools_venv() {
-  local work=$1 here requirements want stamp venv index
+  local work here requirements want stamp venv index
+  work=$(cd "$1" && pwd)
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   requirements=$here/requirements-hf-tools.txt
   venv=$work/venv
