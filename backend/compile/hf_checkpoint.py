@@ -28,6 +28,10 @@ FAMILIES = {
     "qwen2": ("Qwen2ForCausalLM",),
     "qwen3": ("Qwen3ForCausalLM",),
 }
+# Implemented, but not checked against transformers here (transformers 4.44.2, the newest that runs on Debian's torch
+# 1.13, predates Qwen3): exported only when the caller allows unverified families.
+UNVERIFIED = {"qwen3": "transformers 4.44.2 has no Qwen3; its q/k norm is implemented from the published "
+                       "architecture but not compared with a reference here"}
 # Keys whose truthy value changes the model in ways llama.py does not compute.
 _REFUSED_KEYS = ("quantization_config", "partial_rotary_factor", "attn_logit_softcapping",
                  "final_logit_softcapping", "layer_types", "no_rope_layers", "moe_intermediate_size",
@@ -45,12 +49,15 @@ def read_json(path: str) -> Dict[str, Any]:
 
 # ---- config.json -> LlamaConfig -----------------------------------------------------------------------------------
 
-def model_config(hf: Dict[str, Any], where: str = "config.json") -> llama.LlamaConfig:
+def model_config(hf: Dict[str, Any], where: str = "config.json", allow_unverified: bool = False) -> llama.LlamaConfig:
     """The LlamaConfig of a Hugging Face config dict; ValueError names the unsupported type or key."""
     family = hf.get("model_type")
     if family not in FAMILIES:
         raise ValueError(f"{where}: model_type {family!r} (architectures {hf.get('architectures')}) is not "
                          f"supported; supported: {', '.join(FAMILIES)}")
+    if family in UNVERIFIED and not allow_unverified:
+        raise ValueError(f"{where}: model_type {family!r} is not verified ({UNVERIFIED[family]}); "
+                         "hf_export.py --allow-unverified exports it anyway")
     wrong = [a for a in hf.get("architectures") or [] if a not in FAMILIES[family]]
     if wrong:
         raise ValueError(f"{where}: architectures {wrong} are not supported for model_type {family!r} "
@@ -239,13 +246,13 @@ def _post_processor_adds_bos(post: Optional[Dict[str, Any]], bos: int) -> bool:
 class Checkpoint:
     """A loaded checkpoint: .model (float32, eval), .hf (config.json), .bos, .eos_ids, .adds_bos, .stored_dtypes."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, allow_unverified: bool = False):
         self.path = path
         config_path = os.path.join(path, "config.json")
         if not os.path.exists(config_path):
             raise ValueError(f"{path}: no config.json")
         self.hf = read_json(config_path)
-        self.config = model_config(self.hf, config_path)
+        self.config = model_config(self.hf, config_path, allow_unverified)
         self.model = llama.LlamaForCausalLM(self.config)
         self.stored_dtypes = load_weights(self.model, read_state(path), path)
         self.model.eval()

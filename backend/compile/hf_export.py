@@ -7,7 +7,7 @@ tokenizer_config.json with its chat template, generation_config.json, special_to
 
   /usr/bin/python3 backend/compile/hf_export.py --checkpoint CKPT_DIR --out REPO/NAME [--target cpu|neuron]
       [--prefill-lengths 64,128,256,512,1024] [--decode-batch-sizes 1,2,4,8,16] [--kv-lengths 256,512,1024]
-      [--slots 16]
+      [--slots 16] [--allow-unverified]
 
 The context length is the last --kv-lengths (at most max_position_embeddings). Weights stored as bfloat16 or
 float16 are upcast to float32 exactly and the graphs compute in float32 (CPU). An unsupported architecture or
@@ -42,7 +42,7 @@ def buckets(ckpt: hf_checkpoint.Checkpoint, prefill, batches, kvs):
 
 
 def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches=None, kvs=None,
-           slots: int = llama_export.SLOTS) -> float:
+           slots: int = llama_export.SLOTS, allow_unverified: bool = False) -> float:
     start = time.monotonic()
     out = os.path.abspath(out)
     out_dir, name = os.path.dirname(out), os.path.basename(out)
@@ -50,7 +50,7 @@ def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches
     def log(msg):
         print(f"[{name}] {msg}", flush=True)
 
-    ckpt = hf_checkpoint.Checkpoint(checkpoint)
+    ckpt = hf_checkpoint.Checkpoint(checkpoint, allow_unverified)
     cfg = ckpt.config
     prefill, batches, kvs = buckets(ckpt, prefill, batches, kvs)
     context = kvs[-1]
@@ -111,6 +111,8 @@ def main() -> int:
     parser.add_argument("--decode-batch-sizes")
     parser.add_argument("--kv-lengths", help="ascending; the last is the context length")
     parser.add_argument("--slots", type=int, default=llama_export.SLOTS)
+    parser.add_argument("--allow-unverified", action="store_true",
+                        help="export families implemented but not checked against transformers (Qwen3)")
     args = parser.parse_args()
     try:
         prefill, batches, kvs = (llama_export._ints(args.prefill_lengths, "prefill-lengths"),  # noqa: SLF001
@@ -130,7 +132,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
     try:
-        export(args.checkpoint, args.out, args.target, prefill, batches, kvs, args.slots)
+        export(args.checkpoint, args.out, args.target, prefill, batches, kvs, args.slots, args.allow_unverified)
     except (ValueError, OSError, KeyError) as e:
         print(f"hf_export: refused: {e}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ sharded safetensors or pytorch_model.bin; float32, bfloat16 or float16). hf_expo
      all prompts batched == transformers token for token (a divergence allowed only at a reference near tie,
      float_tolerance.NEAR_TIE).
   4. REFUSALS: configs hf_export.py must refuse by name (exit 1, the key in the message), writing nothing.
+  5. Qwen3 (run_qwen3_self): refused unless --allow-unverified; then graphs == llama.py eager (no transformers).
 The stored dtype (bf16/fp16) is upcast exactly; the reference is transformers computing in float32 on the same
 values (a bf16 transformers run differs from both by bf16 rounding, far above the float32 bound).
 
@@ -97,10 +98,14 @@ def save(model, path: str, mode: str, dtype):
     else:
         model.save_pretrained(path)
     files = sorted(os.listdir(path))
+    save_tokenizer_stub(path)
+    return files
+
+
+def save_tokenizer_stub(path: str):
     with open(os.path.join(path, "tokenizer.json"), "w") as f:  # hf_export.py copies it; its content is unused
         json.dump({"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<unk>": 0}, "unk_token": "<unk>"}},
                   f)
-    return files
 
 
 def reference(path: str, prompts):
@@ -205,11 +210,67 @@ def run_refusal(name: str, work: str) -> bool:
     return ok
 
 
+QWEN3 = dict(TINY, model_type="qwen3", architectures=["Qwen3ForCausalLM"], head_dim=32, rms_norm_eps=1e-6,
+             rope_theta=1000000.0, tie_word_embeddings=True, attention_bias=False, hidden_act="silu",
+             torch_dtype="float32")
+
+
+def run_qwen3_self(work: str) -> bool:
+    """Qwen3 without a transformers reference (4.44.2 predates it): a hand-written Qwen3 config.json and llama.py
+    weights (q_norm / k_norm included) saved as pytorch_model.bin. hf_export.py must refuse it without
+    --allow-unverified, and with it the graphs must equal llama.py's own eager model (check_generation_padding.py
+    with llama.py's greedy tokens as the reference): the graph plumbing of the q/k norm, not its parity with Qwen3."""
+    import hf_checkpoint
+    import llama
+    import llama_export
+    ckpt, out = os.path.join(work, "qwen3_self", "checkpoint"), os.path.join(work, "qwen3_self", "export", "qwen3")
+    shutil.rmtree(os.path.join(work, "qwen3_self"), ignore_errors=True)
+    os.makedirs(ckpt)
+    model = llama.LlamaForCausalLM(hf_checkpoint.model_config(QWEN3, allow_unverified=True))
+    llama.init_weights(model, 3)
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen))
+        model.eval()
+    torch.save(model.state_dict(), os.path.join(ckpt, "pytorch_model.bin"))
+    with open(os.path.join(ckpt, "config.json"), "w") as f:
+        json.dump(QWEN3, f)
+    save_tokenizer_stub(ckpt)
+    cmd = [sys.executable, os.path.join(COMPILE, "hf_export.py"), "--checkpoint", ckpt, "--out", out] + EXPORT_ARGS
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    ok = refused.returncode == 1 and "not verified" in refused.stderr and not os.path.exists(out)
+    export = subprocess.run(cmd + ["--allow-unverified"], capture_output=True, text=True, timeout=600)
+    if export.returncode:
+        print(f"FAIL qwen3_self: hf_export.py --allow-unverified exit {export.returncode}\n{export.stderr}")
+        return False
+    g = torch.Generator().manual_seed(4)
+    cases = []
+    for n in PROMPT_LENGTHS:
+        ids = torch.randint(3, TINY["vocab_size"], (n,), generator=g).tolist()
+        tokens, margins = llama_export.greedy_reference(model, ids, MAX_NEW_TOKENS)
+        cases.append({"prompt_ids": ids, "output_ids": tokens, "top2_margins": margins})
+    cases.sort(key=lambda c: len(c["prompt_ids"]) not in (25, 60))
+    with open(os.path.join(out, "reference_generation.json"), "w") as f:
+        json.dump({"model": "qwen3_self", "max_new_tokens": MAX_NEW_TOKENS, "cases": cases}, f)
+    check = subprocess.run([sys.executable, os.path.join(COMPILE, "check_generation_padding.py"), out],
+                           capture_output=True, text=True, timeout=600)
+    ok = ok and check.returncode == 0
+    print(f"{'ok  ' if ok else 'FAIL'} qwen3_self (no transformers reference: graphs == llama.py eager only): "
+          f"refused without --allow-unverified: exit {refused.returncode}; check_generation_padding "
+          f"{'PASS' if check.returncode == 0 else 'FAIL'}", flush=True)
+    if check.returncode:
+        print(check.stdout + check.stderr)
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("work")
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--refusals", default=",".join(REFUSALS))
+    parser.add_argument("--no-qwen3", action="store_true", help="skip the Qwen3 self-consistency case")
     args = parser.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
@@ -217,6 +278,8 @@ def main() -> int:
     # Each case's seed comes from its name: the same weights and prompts whichever cases run.
     results = [run_case(name, args.work, zlib.crc32(name.encode())) for name in args.cases.split(",") if name]
     results += [run_refusal(name, args.work) for name in args.refusals.split(",") if name]
+    if not args.no_qwen3:
+        results.append(run_qwen3_self(args.work))
     print("PASS" if all(results) else "FAIL")
     return 0 if all(results) else 1
 
