@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # backend/compile/hf_export.py against transformers (pinned, from PyPI, in a venv kept in WORK_DIR), one small
 # randomly initialised checkpoint per supported architecture plus the refusals: hf_arch_check.py. Registered with
-# CTest (tests/llm/CMakeLists.txt, label llm_peers). About 80 s on 2 busy cores once the venv exists.
+# CTest (tests/llm/CMakeLists.txt, label llm_peers). About 80 s once the venv exists on a quiet machine, 6 min at load average 8 (2 cores).
 #   hf_arch_test.sh WORK_DIR
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 WORK_DIR" >&2; exit 2; }
