@@ -1,8 +1,18 @@
-"""Example generation model `llama_tiny`: the Llama decoder architecture, small, with fixed-seed random weights.
+"""The Llama-family decoder (one module, the families' differences as LlamaConfig switches), and the example
+generation model `llama_tiny` (small, fixed-seed random weights).
 
-Llama as Hugging Face's LlamaForCausalLM computes it: RMSNorm (eps 1e-5), rotary position embeddings in the
-rotate_half convention (theta 10000), grouped-query attention, a SwiGLU MLP, untied lm_head. Parameter names
-are Hugging Face's (model.layers.N.self_attn.q_proj.weight, ...), so a state dict moves both ways unchanged.
+Llama as Hugging Face's LlamaForCausalLM computes it: RMSNorm, rotary position embeddings in the rotate_half
+convention, grouped-query attention, a SwiGLU MLP. Parameter names are Hugging Face's
+(model.layers.N.self_attn.q_proj.weight, ...), so a state dict moves both ways unchanged. The switches (defaults:
+llama_tiny, plain Llama 2) cover the families hf_checkpoint.py maps onto them:
+  - head_dim: explicit (Qwen3, Mistral-Nemo) or hidden_size / heads;
+  - qkv_bias (Qwen2/2.5), o_bias and mlp_bias (Llama's attention_bias / mlp_bias);
+  - qk_norm: an RMSNorm over head_dim on each query and key head before the rotation (Qwen3);
+  - tie_word_embeddings: logits from model.embed_tokens.weight, no lm_head parameter (stored once);
+  - rope_scaling: {"rope_type": "linear", "factor"} or {"rope_type": "llama3", "factor", "low_freq_factor",
+    "high_freq_factor", "original_max_position_embeddings"} (Llama 3.1/3.2), applied to the inverse frequencies
+    as transformers does;
+  - sliding_window: each position attends to itself and the sliding_window - 1 before it (Mistral); 0 = none.
 
 Three ways to run the same weights (llama_export.py traces the last two; check_generation_padding.py checks that
 they agree with the first):
@@ -16,6 +26,7 @@ The KV cache tensors are FP32 [layers, slots + 1, context_length, kv_heads, head
 """
 import dataclasses
 import math
+from typing import Any, Dict, Optional
 
 import torch
 from torch import nn
@@ -35,10 +46,22 @@ class LlamaConfig:
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
     max_position_embeddings: int = 1024
+    head_dim: int = 0               # 0: hidden_size // num_attention_heads
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    tie_word_embeddings: bool = False
+    rope_scaling: Optional[Dict[str, Any]] = None
+    sliding_window: int = 0         # 0: full causal attention
 
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+    def __post_init__(self):
+        if not self.head_dim:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"num_attention_heads {self.num_attention_heads} is not a multiple of "
+                             f"num_key_value_heads {self.num_key_value_heads}")
+        rope_inv_freq(self)  # validates rope_scaling
 
 
 class RMSNorm(nn.Module):
@@ -57,23 +80,69 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float):
+ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def rope_inv_freq(cfg: "LlamaConfig") -> torch.Tensor:
+    """The rotary inverse frequencies [head_dim / 2], rope_scaling applied as transformers' rope_type functions
+    (modeling_rope_utils: _compute_linear_scaling_rope_parameters, _compute_llama3_parameters) compute them. Both
+    types keep the attention scaling at 1. ValueError for another type or a missing parameter."""
+    dim = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    scaling = cfg.rope_scaling or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise ValueError(f"rope_scaling type {kind!r} is not supported (supported: {', '.join(ROPE_TYPES)})")
+    try:
+        if kind == "linear":
+            return inv_freq / float(scaling["factor"])
+        if kind == "llama3":
+            factor, low, high = (float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+            old_context = float(scaling["original_max_position_embeddings"])
+    except KeyError as e:
+        raise ValueError(f"rope_scaling {kind}: missing {e.args[0]!r}") from None
+    if kind != "llama3":
+        return inv_freq
+    low_wavelen, high_wavelen = old_context / low, old_context / high
+    wavelen = 2 * math.pi / inv_freq
+    # Long wavelengths are divided by factor, short ones kept, the band between interpolated smoothly.
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old_context / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor):
     """cos, sin [..., head_dim] for int64 positions [...] (Hugging Face's layout: the frequencies twice)."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
     freqs = positions.float().unsqueeze(-1) * inv_freq.to(positions.device)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
+
+
+def attention_allowed(query_positions: torch.Tensor, key_positions: torch.Tensor, window: int) -> torch.Tensor:
+    """bool [..., Tq, Tk]: key position <= query position, and (window > 0) within the last `window` positions
+    (transformers' sliding-window mask: key > query - window)."""
+    q, k = query_positions.unsqueeze(-1), key_positions.unsqueeze(-2)
+    allowed = k <= q
+    if window > 0:
+        allowed = allowed & (k > q - window)
+    return allowed
 
 
 class Attention(nn.Module):
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-        self.theta = cfg.rope_theta
-        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
+        self.inv_freq = rope_inv_freq(cfg)  # a constant of the traced graphs, not a weight (plain attribute)
+        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=cfg.o_bias)
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self.qk_norm = cfg.qk_norm
 
     def qkv(self, x: torch.Tensor, positions: torch.Tensor):
         """x [..., hidden], positions [...] -> q [..., heads, Dh], k and v [..., kv_heads, Dh] (q, k rotated)."""
@@ -81,7 +150,9 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(lead + (self.heads, self.head_dim))
         k = self.k_proj(x).view(lead + (self.kv_heads, self.head_dim))
         v = self.v_proj(x).view(lead + (self.kv_heads, self.head_dim))
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.theta)
+        if self.qk_norm:  # Qwen3: per head, before the rotation
+            q, k = self.q_norm(q), self.k_norm(k)
+        cos, sin = rope_cos_sin(positions, self.inv_freq)
         cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
 
@@ -102,9 +173,9 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -132,7 +203,14 @@ class LlamaForCausalLM(nn.Module):
         super().__init__()
         self.config = cfg
         self.model = LlamaModel(cfg)
-        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if not cfg.tie_word_embeddings:
+            self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Final-normed hidden states [..., hidden] -> logits [..., vocab] (tied: the embedding matrix)."""
+        if self.config.tie_word_embeddings:
+            return F.linear(hidden, self.model.embed_tokens.weight)
+        return self.lm_head(hidden)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         # Ids outside the vocabulary (padding may hold anything) are clamped rather than failing the gather.
@@ -140,14 +218,13 @@ class LlamaForCausalLM(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Eager reference: tokens [B, T] -> logits [B, T, vocab], causal, no cache."""
-        return self.lm_head(self.hidden(tokens))
+        return self.logits(self.hidden(tokens))
 
     def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
         """The final-normed hidden states [B, T, hidden] (what lm_head maps to logits)."""
         t = tokens.shape[1]
         positions = torch.arange(t, device=tokens.device)
-        idx = torch.arange(t, device=tokens.device)
-        allowed = (idx.unsqueeze(0) <= idx.unsqueeze(1)).unsqueeze(0)  # [1, T, T]
+        allowed = attention_allowed(positions, positions, self.config.sliding_window).unsqueeze(0)  # [1, T, T]
         x = self.embed(tokens)
         for layer in self.model.layers:
             q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions)
@@ -169,7 +246,7 @@ class PrefillGraph(nn.Module):
         # Causal: a real position only ever sees earlier positions, so the padding after the prompt (any ids)
         # cannot reach the real logits. Padding positions' K/V are written too; they are never read (decode
         # overwrites position p before attending to it, and masks positions > p).
-        allowed = (positions.unsqueeze(0) <= positions.unsqueeze(1)).unsqueeze(0)
+        allowed = attention_allowed(positions, positions, self.m.config.sliding_window).unsqueeze(0)
         slot_index = slot.expand(t)
         x = self.m.embed(tokens)
         for i, layer in enumerate(self.m.model.layers):
@@ -179,7 +256,7 @@ class PrefillGraph(nn.Module):
             x = x + layer.self_attn.attend(q, k, v, allowed)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         last = x[0].index_select(0, (length - 1).clamp(0, t - 1))  # [1, hidden]
-        return self.m.lm_head(self.m.model.norm(last))
+        return self.m.logits(self.m.model.norm(last))
 
 
 class DecodeGraph(nn.Module):
@@ -192,8 +269,8 @@ class DecodeGraph(nn.Module):
 
     def forward(self, tokens, positions, slots, k_cache, v_cache):
         kv = torch.arange(self.kv_length, device=tokens.device)
-        allowed = (kv.unsqueeze(0) <= positions.unsqueeze(1)).unsqueeze(1)  # [B, 1, K]
-        unwritten = ~allowed[:, 0, :, None, None]                            # [B, K, 1, 1]
+        allowed = attention_allowed(positions.unsqueeze(1), kv, self.m.config.sliding_window)  # [B, 1, K]
+        unwritten = ~(kv.unsqueeze(0) <= positions.unsqueeze(1))[:, :, None, None]           # [B, K, 1, 1]
         x = self.m.embed(tokens).unsqueeze(1)                               # [B, 1, hidden]
         for i, layer in enumerate(self.m.model.layers):
             q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions.unsqueeze(1))
@@ -207,7 +284,7 @@ class DecodeGraph(nn.Module):
             values = v_cache[i, :, :self.kv_length].index_select(0, slots).masked_fill(unwritten, 0.0)
             x = x + layer.self_attn.attend(q, keys, values, allowed)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return self.m.lm_head(self.m.model.norm(x[:, 0]))
+        return self.m.logits(self.m.model.norm(x[:, 0]))
 
 
 def init_weights(model: LlamaForCausalLM, seed: int) -> None:
