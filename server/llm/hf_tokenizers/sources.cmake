@@ -2,9 +2,12 @@
 # server/llm: include() this file, then sluice_add_hf_tokenizers(<target>) adds the C++ wrappers to <target> and links
 # the Rust static library that `cargo build --release --locked` makes (CARGO_TARGET_DIR inside the build tree, so
 # a clean clone builds without anything outside it but crates.io). The main build, tests/asan and tests/sanitizers
-# use it. SLUICE_CARGO_JOBS (cache) caps cargo's parallel jobs (empty: cargo's default, one per core).
+# use it. SLUICE_CARGO_JOBS (cache) caps cargo's parallel jobs (empty: cargo's default, one per core);
+# SLUICE_CARGO_TARGET_DIR (cache) lets the sanitizer projects reuse the main build's compiled crate.
 set(SLUICE_HF_TOKENIZERS_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(SLUICE_CARGO_JOBS "" CACHE STRING "cargo build --jobs for the Rust tokenizer crate (empty: cargo's default)")
+set(SLUICE_CARGO_TARGET_DIR ${CMAKE_BINARY_DIR}/hf_tokenizers_cargo CACHE PATH
+    "cargo's target dir for the Rust tokenizer crate (another build tree's may be shared: cargo locks it)")
 
 function(sluice_hf_tokenizers_rust_library)
   if(TARGET sluice_hf_tokenizers_rs)
@@ -13,7 +16,7 @@ function(sluice_hf_tokenizers_rust_library)
   find_program(SLUICE_CARGO cargo HINTS $ENV{HOME}/.cargo/bin REQUIRED)
   find_package(Threads REQUIRED)
   set(dir ${SLUICE_HF_TOKENIZERS_DIR})
-  set(target_dir ${CMAKE_BINARY_DIR}/hf_tokenizers_cargo)
+  set(target_dir ${SLUICE_CARGO_TARGET_DIR})
   set(library ${target_dir}/release/libsluice_hf_tokenizers.a)
   set(jobs)
   if(SLUICE_CARGO_JOBS)
