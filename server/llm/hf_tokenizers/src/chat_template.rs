@@ -7,7 +7,7 @@ use std::ffi::{c_char, CString};
 use std::panic::AssertUnwindSafe;
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::Serde;
+use minijinja::value::{Kwargs, Serde};
 use minijinja::{Environment, Error, ErrorKind, Value};
 use serde_json::Value as Json;
 
@@ -38,8 +38,10 @@ fn raise_exception(message: String) -> Result<Value, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
 }
 
-/// Python's json.dumps(value, ensure_ascii=False, indent=indent): ", " and ": " separators unless indented.
-fn python_tojson(value: Value, indent: Option<usize>) -> Result<Value, Error> {
+/// transformers' tojson: Python's json.dumps(value, ensure_ascii=False, indent=indent), so ", " and ": "
+/// separators unless indented. Other keyword arguments are accepted and ignored.
+fn python_tojson(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<usize> = kwargs.get("indent")?;
     let json = serde_json::to_value(&value)
         .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
     let mut out = Vec::new();
