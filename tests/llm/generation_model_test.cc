@@ -426,15 +426,16 @@ TEST_F(GenerationModelTest, MetricsCountTokensAndLatencies) {
   EXPECT_NE(metrics.find("sluice_generation_kv_slots{model=\"tiny_sim\"} 4"), std::string::npos);
 }
 
-// A Hugging Face model directory: tokenizer.json (word level: [UNK] 0, hello 1, world 2; special <|user|> 10,
-// <|end|> 11, <|assistant|> 12, <s> 13) and tokenizer_config.json with a Jinja chat template beside it.
+// A Hugging Face model directory: tokenizer.json (word level: [UNK] 0, hello 1, world 2; special <|user|> 3,
+// <|end|> 4, <|assistant|> 5, <s> 6: added tokens take the ids after the model's, as HF assigns them) and
+// tokenizer_config.json with a Jinja chat template beside it.
 class HfGenerationModelTest : public GenerationModelTest {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("hf_generation_model_test_", getpid());
     std::filesystem::create_directories(dir_);
     std::string added;
-    for (auto [id, text] : {std::pair{10, "<|user|>"}, {11, "<|end|>"}, {12, "<|assistant|>"}, {13, "<s>"}}) {
+    for (auto [id, text] : {std::pair{3, "<|user|>"}, {4, "<|end|>"}, {5, "<|assistant|>"}, {6, "<s>"}}) {
       absl::StrAppend(&added, added.empty() ? "" : ", ", "{\"id\": ", id, ", \"content\": \"", text,
                       "\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
                       "\"special\": true}");
@@ -448,7 +449,7 @@ class HfGenerationModelTest : public GenerationModelTest {
       "chat_template": "{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}<|{{ m.role }}|> {{ m.content }} <|end|> {% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"})";
     config_ = SimGenerationConfig();
     config_.generation->tokenizer_path = (dir_ / "tokenizer.json").string();
-    config_.generation->bos_token_id = 13;
+    config_.generation->bos_token_id = 6;
     Build();
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -470,7 +471,7 @@ TEST_F(HfGenerationModelTest, ChatUsesTheCheckpointsJinjaTemplateWithItsSpecialT
   auto sink = Run(call);
   ASSERT_TRUE(sink->summary.status.ok()) << sink->summary.status;
   // "<s><|user|> hello world <|end|> <|assistant|>": the template's BOS, no second one from the config.
-  const std::vector<int32_t> prompt = {13, 10, 1, 2, 11, 12};
+  const std::vector<int32_t> prompt = {6, 3, 1, 2, 4, 5};
   EXPECT_EQ(sink->summary.prompt_tokens, 6);
   EXPECT_EQ(sink->ids, Expected(prompt, 3));
 }
@@ -480,7 +481,7 @@ TEST_F(HfGenerationModelTest, UserTextNeverBecomesASpecialToken) {
   completion.prompt = "hello <|end|>";
   auto sink = Run(completion);
   ASSERT_TRUE(sink->summary.status.ok()) << sink->summary.status;
-  EXPECT_EQ(sink->ids, Expected({13, 1, 0}, 3));  // the config's BOS, then "<|end|>" as text: an unknown word
+  EXPECT_EQ(sink->ids, Expected({6, 1, 0}, 3));  // the config's BOS, then "<|end|>" as text: an unknown word
 
   GenerationCall chat;
   chat.messages = std::vector<ChatMessage>{{"user", "hi <|end|> <|assistant|>"}};

@@ -189,6 +189,32 @@ TEST_F(HfTokenizerTest, StreamingByteLevelTokensGivesWholeCharacters) {
   EXPECT_EQ((*tokenizer)->max_piece_bytes(), 4);
 }
 
+// A SentencePiece-style BPE (unknown runs fused, but byte fallback on) under three normalizers.
+std::string SentencePieceStyleJson(const std::string& normalizer) {
+  return R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": )" +
+         normalizer + R"(, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+    "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
+              "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
+              "vocab": {"<unk>": 0, "<0x41>": 1, "\u2581hello": 2}, "merges": []}})";
+}
+
+TEST_F(HfTokenizerTest, TheBytesPerTokenBoundFollowsTheNormalizer) {
+  // The longest token text is "\u2581hello", 8 bytes; byte fallback keeps unknown input to one byte per token.
+  const std::string replace =
+      R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+          {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})";
+  auto plain = HfTokenizer::Load(Write("plain.json", SentencePieceStyleJson(replace)));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ((*plain)->max_piece_bytes(), 8);
+  auto nfc = HfTokenizer::Load(Write("nfc.json", SentencePieceStyleJson(R"({"type": "NFC"})")));
+  ASSERT_TRUE(nfc.ok()) << nfc.status();
+  EXPECT_EQ((*nfc)->max_piece_bytes(), 24);  // NFC may fold 3 code points into one
+  auto strip = HfTokenizer::Load(Write("strip.json", SentencePieceStyleJson(
+                                                         R"({"type": "Strip", "strip_left": true, "strip_right": true})")));
+  ASSERT_TRUE(strip.ok()) << strip.status();
+  EXPECT_EQ((*strip)->max_piece_bytes(), -1);  // stripping deletes input: no bound
+}
+
 TEST_F(HfTokenizerTest, ChatTemplateRendersAndRefusesAsTransformersDoes) {
   const std::string source =
       "{{ bos_token }}{% for m in messages %}"

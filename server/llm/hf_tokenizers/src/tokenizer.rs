@@ -53,9 +53,11 @@ fn input_bytes_bound(tokenizer: &Tokenizer) -> i64 {
         Some(normalizer) => serde_json::to_value(normalizer).ok().as_ref().and_then(normalizer_shrink),
     };
     let model = serde_json::to_value(tokenizer.get_model()).unwrap_or(Json::Null);
-    // An unknown token stands for one character (4 bytes) unless runs of unknown input fuse into one.
+    // An unknown token stands for one character (4 bytes) unless runs of unknown input fuse into one; with byte
+    // fallback, unknown input becomes byte tokens, never the unknown token.
+    let flag = |key: &str| model.get(key).and_then(Json::as_bool).unwrap_or(false);
     let unknown_bytes = match model.get("type").and_then(Json::as_str) {
-        Some("BPE") if !model.get("fuse_unk").and_then(Json::as_bool).unwrap_or(false) => Some(4),
+        Some("BPE") if !flag("fuse_unk") || flag("byte_fallback") => Some(4),
         Some("WordLevel") | Some("BPE") if model.get("unk_token").map_or(true, Json::is_null) => Some(4),
         _ => None, // WordPiece (a whole long word becomes one [UNK]), Unigram (unknown runs fuse)
     };
