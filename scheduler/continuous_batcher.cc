@@ -458,7 +458,7 @@ class ContinuousBatcher::Impl {
     seq.last_token = token;
     const bool go_on = !seq.request.on_token || seq.request.on_token(GeneratedToken{token, index, produced});
     const std::vector<int32_t>& stop = seq.request.stop_token_ids;
-    if (token == gen_.eos_token_id && !seq.request.ignore_eos) return FinishReason::kStop;
+    if (gen_.IsEos(token) && !seq.request.ignore_eos) return FinishReason::kStop;
     if (std::find(stop.begin(), stop.end(), token) != stop.end()) return FinishReason::kStop;
     if (!go_on) return FinishReason::kStop;
     if (seq.generated >= seq.request.max_tokens) return FinishReason::kLength;

@@ -16,7 +16,8 @@ ctest --test-dir build --output-on-failure -j 2 --timeout 900
 # (backend/base, the backend seam and sim device, scheduler, every server/ file but main, sluice-loadtest's library)
 # compiled with -Wthread-safety -Werror=thread-safety (checks every ABSL_GUARDED_BY), the loadtest unit tests run
 # from it, and the scheduler's tests (the multi-threaded stress test included) under ThreadSanitizer.
-CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja
+# (Both sanitizer projects reuse the main build's compiled Rust tokenizer crate: SLUICE_CARGO_TARGET_DIR.)
+CXX=clang++ cmake -S tests/sanitizers -B build-clang -G Ninja -DSLUICE_CARGO_TARGET_DIR="$PWD/build/hf_tokenizers_cargo"
 cmake --build build-clang -j "$(nproc)"
 ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
 
@@ -24,7 +25,7 @@ ctest --test-dir build-clang --output-on-failure -j 2 --timeout 600
 # front-end unit tests, the HTTP server tests, the loadtest unit tests and the scheduler tests run under it (any
 # report fails the test). The libtorch backend tests are not in it (Debian's libtorch is uninstrumented; see there).
 asan_start=$(date +%s)
-CXX=clang++ cmake -S tests/asan -B build-asan -G Ninja
+CXX=clang++ cmake -S tests/asan -B build-asan -G Ninja -DSLUICE_CARGO_TARGET_DIR="$PWD/build/hf_tokenizers_cargo"
 cmake --build build-asan -j "$(nproc)"
 ctest --test-dir build-asan --output-on-failure -j 2 --timeout 600
 echo "tests/run.sh: ASan/UBSan build + tests $(( $(date +%s) - asan_start )) s"

@@ -139,11 +139,25 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
 
   for (auto [key, id] : {std::pair{"bos_token_id", &options.bos_token_id}, {"eos_token_id", &options.eos_token_id}}) {
     if (auto value = node.Optional(key)) {
-      SLUICE_ASSIGN_OR_RETURN(int64_t parsed, value->AsInt());
-      if (parsed < -1 || parsed >= vocab) {
-        return value->Error(absl::StrCat("must be a token id in [0, vocab_size ", vocab, ") or -1 (none)"));
+      // eos_token_id may list several ids (Llama 3 ends on <|end_of_text|> and <|eot_id|>): the first is
+      // eos_token_id, the rest extra_eos_token_ids.
+      absl::StatusOr<int64_t> one = value->AsInt();
+      std::vector<int64_t> ids;
+      if (one.ok() || std::string_view(key) != "eos_token_id") {
+        SLUICE_ASSIGN_OR_RETURN(int64_t parsed, std::move(one));
+        ids.push_back(parsed);
+      } else {
+        SLUICE_ASSIGN_OR_RETURN(ids, value->AsIntList());
+        if (ids.empty()) return value->Error("must be a token id or a non-empty list of token ids");
       }
-      *id = static_cast<int>(parsed);
+      for (int64_t parsed : ids) {
+        if (parsed < (ids.size() == 1 ? -1 : 0) || parsed >= vocab) {
+          return value->Error(absl::StrCat("must be a token id in [0, vocab_size ", vocab, ")",
+                                           ids.size() == 1 ? " or -1 (none)" : ""));
+        }
+      }
+      *id = static_cast<int>(ids[0]);
+      if (id == &options.eos_token_id) options.extra_eos_token_ids.assign(ids.begin() + 1, ids.end());
     }
   }
   options.max_num_seqs = std::min(options.kv_cache.slots, options.max_decode_batch());

@@ -13,7 +13,7 @@
 //     decode_batch_sizes: [1, 2, 4, 8, 16]         # graphs/decode_b<B>_k<K>.pt for every B and K
 //     kv_lengths: [128, 256, 512, 1024]            # last == context_length
 //     bos_token_id: 1                     # prepended to every prompt (-1: none)
-//     eos_token_id: 2                     # ends a sequence unless the request ignores EOS
+//     eos_token_id: 2                     # ends a sequence unless the request ignores EOS; or a list: [128001, 128009]
 //     max_num_seqs: 16                    # sequences decoding at once (<= kv_cache.slots)
 //     prefill_token_budget: 1024          # prompt tokens admitted per engine iteration (>= largest prompt bucket)
 //     max_queue_size: 256                 # waiting sequences; more are refused RESOURCE_EXHAUSTED / 429
@@ -29,6 +29,7 @@
 // Thread-safety: plain values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,7 @@ struct GenerationOptions {
   std::vector<int64_t> kv_lengths;       // ascending, last == context_length
   int bos_token_id = -1;
   int eos_token_id = -1;
+  std::vector<int> extra_eos_token_ids;  // the rest of an eos_token_id list: each also ends a sequence
   int max_num_seqs = 0;
   int64_t prefill_token_budget = 0;
   int max_queue_size = 256;
@@ -72,6 +74,10 @@ struct GenerationOptions {
   ChatTemplate chat_template;
 
   int64_t max_prompt_length() const { return prefill_lengths.back(); }
+  bool IsEos(int32_t token) const {
+    return token == eos_token_id ||
+           std::find(extra_eos_token_ids.begin(), extra_eos_token_ids.end(), token) != extra_eos_token_ids.end();
+  }
   int max_decode_batch() const { return decode_batch_sizes.back(); }
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -149,8 +151,14 @@ absl::StatusOr<std::unique_ptr<GenerationModel>> GenerationModel::Create(const G
   // U+2581 (a piece covers fewer input bytes than its length) and a byte-fallback piece "<0xAB>" covers one byte.
   // So a text longer than longest piece x the largest prompt bucket cannot fit, and is refused without tokenizing.
   // (A normaliser that deletes input, e.g. collapsing runs of spaces, would break this; none is used.)
-  model->max_prompt_bytes_ = static_cast<int64_t>(std::max(1, model->tokenizer_->max_piece_bytes())) *
-                             config.generation->max_prompt_length();
+  // A tokenizer.json reports its own bound (hf_tokenizer.h), or none (-1): then only the request size limits bound
+  // the text, and the token count is checked after tokenizing.
+  model->max_prompt_bytes_ =
+      model->tokenizer_->max_piece_bytes() < 0
+          ? std::numeric_limits<int64_t>::max()
+          : static_cast<int64_t>(std::max(1, model->tokenizer_->max_piece_bytes())) *
+                config.generation->max_prompt_length();
+  SLUICE_RETURN_IF_ERROR(model->LoadJinjaTemplate(config));
   model->prep_ = std::make_unique<PrepQueue>(std::max(1, config.generation->max_queue_size));
   if (options.metrics != nullptr) {
     model->owned_metrics_ = std::make_unique<GenerationMetrics>(config, options.metrics);
@@ -166,6 +174,23 @@ absl::StatusOr<std::unique_ptr<GenerationModel>> GenerationModel::Create(const G
   SLUICE_ASSIGN_OR_RETURN(model->engine_, ContinuousBatcher::Create(engine));
   if (model->metrics_ != nullptr) model->metrics_->AttachEngine(model->engine_.get());
   return model;
+}
+
+// The model-directory contract for Hugging Face checkpoints: tokenizer_config.json lies beside tokenizer.json.
+absl::Status GenerationModel::LoadJinjaTemplate(const ModelConfig& config) {
+  hf_tokenizer_ = dynamic_cast<const HfTokenizer*>(tokenizer_.get());
+  if (hf_tokenizer_ == nullptr) return absl::OkStatus();
+  const std::filesystem::path path =
+      std::filesystem::path(config.generation->tokenizer_path).parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<JinjaChatTemplate>> loaded = JinjaChatTemplate::Load(path.string());
+  if (absl::IsNotFound(loaded.status())) return absl::OkStatus();  // no chat_template: the simple one serves chat
+  if (!loaded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", config.name, ": ", loaded.status().message()));
+  }
+  jinja_template_ = *std::move(loaded);
+  return absl::OkStatus();
 }
 
 GenerationModel::~GenerationModel() {
@@ -202,7 +227,10 @@ absl::Status GenerationModel::CheckSizes(const GenerationCall& call) const {
         "prompt");
   }
   int64_t bytes = call.prompt ? static_cast<int64_t>(call.prompt->size()) : 0;
-  if (call.messages) {  // the rendered text's length, exactly (an unknown role is refused when rendering)
+  if (call.messages && jinja_template_) {  // the contents' bytes: the template adds to them (never drops, in practice)
+    bytes = 0;
+    for (const ChatMessage& message : *call.messages) bytes += static_cast<int64_t>(message.content.size());
+  } else if (call.messages) {  // the rendered text's length, exactly (an unknown role is refused when rendering)
     const ChatTemplate& chat = options.chat_template;
     bytes = static_cast<int64_t>(chat.assistant.size());
     for (const ChatMessage& message : *call.messages) {
@@ -230,6 +258,7 @@ absl::Status GenerationModel::CheckSizes(const GenerationCall& call) const {
 absl::StatusOr<std::vector<int32_t>> GenerationModel::PromptIds(const GenerationCall& call) const {
   const GenerationOptions& options = *config_->generation;
   if (call.prompt_ids) return *call.prompt_ids;
+  if (call.messages && jinja_template_) return JinjaPromptIds(*call.messages);
   std::string text;
   if (call.prompt) {
     text = *call.prompt;
@@ -250,8 +279,33 @@ absl::StatusOr<std::vector<int32_t>> GenerationModel::PromptIds(const Generation
   }
   std::vector<int32_t> ids;
   if (options.bos_token_id >= 0) ids.push_back(options.bos_token_id);
-  const std::vector<int32_t> encoded = tokenizer_->Encode(text);
-  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  absl::StatusOr<std::vector<int32_t>> encoded = tokenizer_->Tokenize(text, SpecialTokens::kAsText);
+  if (!encoded.ok()) return WithRequestField(encoded.status(), call.messages ? "messages" : "prompt");
+  ids.insert(ids.end(), encoded->begin(), encoded->end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<int32_t>> GenerationModel::JinjaPromptIds(const std::vector<ChatMessage>& messages) const {
+  if (messages.empty()) return WithRequestField(absl::InvalidArgumentError("messages is empty"), "messages");
+  std::vector<ChatTurn> turns;
+  turns.reserve(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (std::optional<std::string> special = hf_tokenizer_->FindSpecialToken(messages[i].content)) {
+      return WithRequestField(
+          absl::InvalidArgumentError(absl::StrCat("messages[", i, "].content contains the special token '", *special,
+                                                  "' of model ", config_->name,
+                                                  "'s tokenizer; special tokens come only from its chat template")),
+          "messages");
+    }
+    turns.push_back(ChatTurn{messages[i].role, messages[i].content});
+  }
+  absl::StatusOr<std::string> text = jinja_template_->Render(turns, /*add_generation_prompt=*/true);
+  if (absl::IsInvalidArgument(text.status())) return WithRequestField(text.status(), "messages");
+  if (!text.ok()) {
+    return absl::InternalError(absl::StrCat("model ", config_->name, ": ", text.status().message()));
+  }
+  absl::StatusOr<std::vector<int32_t>> ids = tokenizer_->Tokenize(*text, SpecialTokens::kRecognized);
+  if (!ids.ok()) return WithRequestField(ids.status(), "messages");
   return ids;
 }
 

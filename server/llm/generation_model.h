@@ -31,6 +31,8 @@
 #include "scheduler/continuous_batcher.h"
 #include "scheduler/generation_request.h"
 #include "backend/base/sync.h"
+#include "server/llm/hf_tokenizers/hf_tokenizer.h"
+#include "server/llm/hf_tokenizers/jinja_chat_template.h"
 #include "server/llm/prep_queue.h"
 #include "server/llm/tokenizer.h"
 
@@ -49,7 +51,9 @@ struct ChatMessage {
 struct GenerationCall {
   std::optional<std::string> prompt;               // plain text (BOS added)
   std::optional<std::vector<int32_t>> prompt_ids;  // token ids as given (no BOS added)
-  std::optional<std::vector<ChatMessage>> messages;  // chat: rendered with the model's chat template (BOS added)
+  // chat: rendered with the checkpoint's Jinja template (tokenizer_config.json beside a tokenizer.json; BOS only
+  // where the template puts it) or else the config's simple chat_template (BOS added)
+  std::optional<std::vector<ChatMessage>> messages;
   std::optional<int64_t> max_tokens;               // absent: the model's default_max_tokens, cut to the context
   SamplingParams sampling;
   std::vector<std::string> stop;                   // stop strings (not included in the output), at most 4
@@ -126,7 +130,9 @@ struct GenerationModelOptions {
 
 class GenerationModel {
  public:
-  // Loads the tokenizer (checking its vocabulary fits the model's) and starts the engine.
+  // Loads the tokenizer (checking its vocabulary fits the model's) and, for a tokenizer.json, the Jinja chat
+  // template of a tokenizer_config.json beside it (a broken template fails the load, naming it), then starts the
+  // engine.
   static absl::StatusOr<std::unique_ptr<GenerationModel>> Create(const GenerationModelOptions& options);
   GenerationModel(const GenerationModel&) = delete;
   GenerationModel& operator=(const GenerationModel&) = delete;
@@ -154,6 +160,8 @@ class GenerationModel {
 
  private:
   GenerationModel() = default;
+  // The Jinja chat template for a tokenizer.json model (hf_tokenizer_ and jinja_template_), if it has one.
+  absl::Status LoadJinjaTemplate(const ModelConfig& config);
   // Refuses the call (counted) through its sink.
   void Refuse(const absl::Status& status, GenerationSink& sink);
   // Checks that take no time proportional to the input: inputs present, text bytes, id count, stop strings.
@@ -162,6 +170,10 @@ class GenerationModel {
   void Prepare(GenerationCall& call, const std::shared_ptr<GenerationSink>& sink, GenerationTicket& ticket);
   // The call's prompt as token ids (chat template applied, BOS added to text), or why it has none.
   absl::StatusOr<std::vector<int32_t>> PromptIds(const GenerationCall& call) const;
+  // Chat through the checkpoint's Jinja template: rendered, then tokenized with special tokens recognized (as
+  // transformers' apply_chat_template(tokenize=True)); a message whose content holds a special token's text is
+  // refused, so special tokens come only from the template.
+  absl::StatusOr<std::vector<int32_t>> JinjaPromptIds(const std::vector<ChatMessage>& messages) const;
   // Limits the engine would also refuse, checked here to name them in the caller's terms; sets max_tokens (the
   // call's, or the default cut to the context).
   absl::Status CheckCall(const GenerationCall& call, const std::vector<int32_t>& prompt, int& max_tokens) const;
@@ -170,6 +182,8 @@ class GenerationModel {
   const ServingState* state_ = nullptr;
   Clock* clock_ = nullptr;
   std::unique_ptr<Tokenizer> tokenizer_;
+  const HfTokenizer* hf_tokenizer_ = nullptr;            // tokenizer_ when it is a tokenizer.json
+  std::unique_ptr<JinjaChatTemplate> jinja_template_;  // null: the config's simple chat_template
   std::unique_ptr<ContinuousBatcher> engine_;
   int64_t max_prompt_bytes_ = 0;
   std::unique_ptr<PrepQueue> prep_;  // destroyed first: waits for the jobs that use the rest

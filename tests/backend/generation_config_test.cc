@@ -102,6 +102,19 @@ TEST(GenerationConfigTest, ValidConfigLoads) {
   EXPECT_EQ(g.max_decode_batch(), 16);
 }
 
+TEST(GenerationConfigTest, EosTokenIdMayListSeveralIds) {
+  std::string text = kValid;
+  text.replace(text.find("eos_token_id: 2"), 15, "eos_token_id: [2, 7, 9]");
+  absl::StatusOr<ModelConfig> config = Parse(text);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const GenerationOptions& g = *config->generation;
+  EXPECT_EQ(g.eos_token_id, 2);
+  EXPECT_EQ(g.extra_eos_token_ids, (std::vector<int>{7, 9}));
+  EXPECT_TRUE(g.IsEos(2));
+  EXPECT_TRUE(g.IsEos(9));
+  EXPECT_FALSE(g.IsEos(3));
+}
+
 TEST(GenerationConfigTest, OptionalKeysTakeTheirDefaults) {
   std::string text = kValid;
   for (const char* key : {"bos_token_id", "eos_token_id", "max_num_seqs", "prefill_token_budget", "max_queue_size",
@@ -216,6 +229,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "11:17: generation.bos_token_id", "must be a token id in [0, vocab_size 2000) or -1"},
         BadCase{"eos below -1", ValidWith("eos_token_id: 2", "eos_token_id: -2"), "12:17: generation.eos_token_id",
                 "must be a token id"},
+        BadCase{"eos list with -1", ValidWith("eos_token_id: 2", "eos_token_id: [2, -1]"),
+                "12:17: generation.eos_token_id", "must be a token id in [0, vocab_size 2000)"},
+        BadCase{"empty eos list", ValidWith("eos_token_id: 2", "eos_token_id: []"), "12:17: generation.eos_token_id",
+                "non-empty list"},
         BadCase{"zero max_num_seqs", ValidWith("max_num_seqs: 12", "max_num_seqs: 0"),
                 "13:17: generation.max_num_seqs", "must be between 1 and"},
         BadCase{"max_num_seqs over slots", ValidWith("slots: 16", "slots: 8"), "13:17: generation.max_num_seqs",

@@ -384,6 +384,22 @@ TEST_F(ContinuousBatcherTest, EosFinishesWithStopUnlessIgnored) {
   EXPECT_EQ(ignored->tokens()[5], 2);
 }
 
+TEST_F(ContinuousBatcherTest, AnyOfSeveralEosIdsFinishesWithStop) {
+  decoder_.eos_at_history_length = 10;  // prompt 5: the sixth generated token is the decoder's "EOS" (id 2)
+  // An eos_token_id list [other, 2] (Llama 3's several end ids): "other" is an id the first five tokens avoid.
+  const std::vector<int32_t> before = decoder_.Greedy(Prompt(5, 1), 5);
+  int other = 3;
+  while (std::find(before.begin(), before.end(), other) != before.end()) ++other;
+  gen().eos_token_id = other;
+  gen().extra_eos_token_ids = {2};
+  Start();
+  auto stopped = Submit(Prompt(5, 1), 20);
+  ASSERT_TRUE(stopped->Wait());
+  EXPECT_EQ(stopped->result().finish, FinishReason::kStop);
+  ASSERT_EQ(stopped->tokens().size(), 6u);
+  EXPECT_EQ(stopped->tokens().back(), 2);
+}
+
 TEST_F(ContinuousBatcherTest, StopTokenIdFinishesWithStop) {
   Start();
   const std::vector<int32_t> reference = decoder_.Greedy(Prompt(6, 4), 20);
