@@ -11,10 +11,13 @@
 3. Every YAML file the docs name parses (PyYAML), and every yaml code block without "..." placeholders.
 4. Every relative Markdown link ([text](path#anchor)) points at a file or folder of the repository, and its
    #anchor (or a bare #anchor) at a heading of the Markdown file it names (GitHub's heading slugs).
-5. Every --flag given to a repository script in a command (loadtest/.../bench.sh --repeats 3, python3 X.py --out)
+5. Every key of a yaml block that is a sluice config (a server config: it has model_repository; a model's
+   config.yaml: name with kind or instances; a speech: or generation: section) is a key the config parsers in
+   backend/base/*.cc name (their CheckKeys lists), so a documented key that was renamed or never existed fails.
+6. Every --flag given to a repository script in a command (loadtest/.../bench.sh --repeats 3, python3 X.py --out)
    is in that script's text; a bare inline `--flag` in a section whose heading names a script (`peer_bench.sh`)
    must be in that script.
-6. Every sh code block of README.md and of the folder READMEs runs as written, command by command, from a folder where the repository's top-level entries
+7. Every sh code block of README.md and of the folder READMEs runs as written, command by command, from a folder where the repository's top-level entries
    and build/ are reachable by their README names, against a sluice-server started on the example config with the
    example models on loopback. It runs inside its own network namespace (unshare -n), so the README's fixed ports
    8000/8001 are the test's own. A command exits 0, or 0/1 when it judges an SLO (--slo: 1 is a verdict, not a
@@ -24,7 +27,7 @@ A block that cannot run here is marked in the README, on the line before its fen
   <!-- docs-test: skip (needs a Kubernetes cluster) -->
 and one that runs wherever a tool is at hand (PATH, or BUILD/deploy-tools/bin where helm_chart_test installs helm):
   <!-- docs-test: needs helm (why) -->
-Their paths and flags are still checked. --no-run does checks 1-5 only (CTest docs_paths_test: seconds, no
+Their paths and flags are still checked. --no-run does checks 1-6 only (CTest docs_paths_test: seconds, no
 server). Exit codes: 0 all passed, 1 a check failed, 2 bad arguments.
 """
 import argparse
@@ -286,6 +289,8 @@ class Checker:
                     list(yaml.safe_load_all(block["text"]))
                 except yaml.YAMLError as e:
                     self.fail(where, f"yaml block does not parse: {e}")
+            if block["lang"] == "yaml":
+                self.check_config_keys(where, block["text"])
         for line, span, section in doc.inline:
             where = f"{doc.rel}:{line}"
             for path in repo_paths(span):
@@ -374,6 +379,45 @@ class Checker:
                 if other_flags and flag in other_flags:
                     return
         self.fail(where, f"{flag} (in a {tool} section) is not a {tool} flag")
+
+    def config_keys(self):
+        """Every quoted name in the config parsers (backend/base/*.cc): the keys a sluice config may hold."""
+        if not hasattr(self, "_config_keys"):
+            names = set()
+            base = os.path.join(self.root, "backend", "base")
+            for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+                if name.endswith(".cc"):
+                    with open(os.path.join(base, name), encoding="utf-8") as f:
+                        names |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', f.read()))
+            self._config_keys = names
+        return self._config_keys
+
+    def check_config_keys(self, where, text):
+        try:
+            documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+        except yaml.YAMLError:
+            return  # a block with placeholders that is not YAML: nothing to check
+        for doc in documents:
+            keys = set(doc)
+            is_config = "model_repository" in keys or ("name" in keys and keys & {"kind", "instances"}) or \
+                keys <= {"speech", "generation", "sim", "batching", "buckets", "instances"}
+            if not is_config:
+                continue
+            found = []
+
+            def walk(node):
+                if isinstance(node, dict):
+                    for key, value in node.items():
+                        found.append(str(key))
+                        walk(value)
+                elif isinstance(node, list):
+                    for item in node:
+                        walk(item)
+            walk(doc)
+            for key in found:
+                self.counts["config keys"] = self.counts.get("config keys", 0) + 1
+                if key not in self.config_keys():
+                    self.fail(where, f"config key {key!r} is not a key the config parsers (backend/base/*.cc) know")
 
     def check_path(self, where, path):
         self.counts["paths"] += 1
@@ -532,7 +576,8 @@ def main():
     skipped = sum(1 for d in docs for b in d.blocks if b["skip"])
     print(f"docs-test: {len(docs)} documents, {blocks} code blocks ({skipped} marked skip), "
           f"{sum(len(d.inline) for d in docs)} inline code spans: {checker.counts['paths']} repository paths and "
-          f"{checker.counts['flags']} flags and {checker.counts['links']} links checked", flush=True)
+          f"{checker.counts['flags']} flags, {checker.counts['links']} links and "
+          f"{checker.counts.get('config keys', 0)} config keys checked", flush=True)
     if not args.no_run:
         runner = Runner(checker, args.keep)
         try:
