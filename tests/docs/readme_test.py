@@ -309,11 +309,13 @@ class Checker:
                         break
 
     def find_script(self, name):
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if not d.startswith((".", "build"))]
-            if name in filenames:
-                return os.path.relpath(os.path.join(dirpath, name), self.root)
-        return None
+        if not hasattr(self, "_files"):
+            self._files = {}
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = [d for d in dirnames if not d.startswith((".", "build"))]
+                for f in filenames:
+                    self._files.setdefault(f, os.path.relpath(os.path.join(dirpath, f), self.root))
+        return self._files.get(name)
 
     def check_section_script_flag(self, where, name, flag):
         script = self.find_script(name)
