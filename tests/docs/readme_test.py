@@ -27,7 +27,9 @@ A block that cannot run here is marked in the README, on the line before its fen
   <!-- docs-test: skip (needs a Kubernetes cluster) -->
 and one that runs wherever a tool is at hand (PATH, or BUILD/deploy-tools/bin where helm_chart_test installs helm):
   <!-- docs-test: needs helm (why) -->
-Their paths and flags are still checked. --no-run does checks 1-6 only (CTest docs_paths_test: seconds, no
+Their paths and flags are still checked, as are those of a synopsis, a block that shows optional arguments in
+brackets ("export_models.py --out DIR [--models a,b]"), which cannot run as written and is not run.
+--no-run does checks 1-6 only (CTest docs_paths_test: seconds, no
 server). Exit codes: 0 all passed, 1 a check failed, 2 bad arguments.
 """
 import argparse
@@ -60,6 +62,7 @@ NEEDS_MARK = re.compile(r"<!--\s*docs-test:\s*needs\s+(?P<tool>[\w.-]+)\s*\((?P<
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 PLACEHOLDER = re.compile(r"[<>*{}\[\]$…]|\.\.\.|/N(/|$)|PATH|DIR\b|FILE\b")
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9-]*")
+SYNOPSIS = re.compile(r"\s\[--?[A-Za-z]")  # "tool --out DIR [--lengths L,...]": a synopsis, not a command
 COMMAND_TIMEOUT_S = 120
 
 
@@ -509,6 +512,9 @@ class Runner:
             return
         if block["skip"]:
             print(f"docs-test: skip {where} ({block['skip']})", flush=True)
+            return
+        if SYNOPSIS.search(block["text"]):
+            print(f"docs-test: not run {where}: a synopsis (optional arguments in [--...])", flush=True)
             return
         if block["needs"] and not shutil.which(block["needs"][0], path=self.path):
             print(f"docs-test: skip {where}: no {block['needs'][0]} here ({block['needs'][1]})", flush=True)
