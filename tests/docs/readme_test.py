@@ -9,7 +9,15 @@
    binary's --help; in the load-testing and advisor sections a bare inline `--flag` must be one of the tool's flags
    or of a script the section names.
 3. Every YAML file the docs name parses (PyYAML), and every yaml code block without "..." placeholders.
-4. Every sh code block of README.md runs as written, command by command, from a folder where the repository's top-level entries
+4. Every relative Markdown link ([text](path#anchor)) points at a file or folder of the repository, and its
+   #anchor (or a bare #anchor) at a heading of the Markdown file it names (GitHub's heading slugs).
+5. Every key of a yaml block that is a sluice config (a server config: it has model_repository; a model's
+   config.yaml: name with kind or instances; a speech: or generation: section) is a key the config parsers in
+   backend/base/*.cc name (their CheckKeys lists), so a documented key that was renamed or never existed fails.
+6. Every --flag given to a repository script in a command (loadtest/.../bench.sh --repeats 3, python3 X.py --out)
+   is in that script's text; a bare inline `--flag` in a section whose heading names a script (`peer_bench.sh`)
+   must be in that script.
+7. Every sh code block of README.md and of the folder READMEs runs as written, command by command, from a folder where the repository's top-level entries
    and build/ are reachable by their README names, against a sluice-server started on the example config with the
    example models on loopback. It runs inside its own network namespace (unshare -n), so the README's fixed ports
    8000/8001 are the test's own. A command exits 0, or 0/1 when it judges an SLO (--slo: 1 is a verdict, not a
@@ -19,7 +27,10 @@ A block that cannot run here is marked in the README, on the line before its fen
   <!-- docs-test: skip (needs a Kubernetes cluster) -->
 and one that runs wherever a tool is at hand (PATH, or BUILD/deploy-tools/bin where helm_chart_test installs helm):
   <!-- docs-test: needs helm (why) -->
-Their paths and flags are still checked. Exit codes: 0 all passed, 1 a check failed, 2 bad arguments.
+Their paths and flags are still checked, as are those of a synopsis, a block that shows optional arguments in
+brackets ("export_models.py --out DIR [--models a,b]"), which cannot run as written and is not run.
+--no-run does checks 1-6 only (CTest docs_paths_test: seconds, no
+server). Exit codes: 0 all passed, 1 a check failed, 2 bad arguments.
 """
 import argparse
 import os
@@ -51,6 +62,7 @@ NEEDS_MARK = re.compile(r"<!--\s*docs-test:\s*needs\s+(?P<tool>[\w.-]+)\s*\((?P<
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 PLACEHOLDER = re.compile(r"[<>*{}\[\]$…]|\.\.\.|/N(/|$)|PATH|DIR\b|FILE\b")
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9-]*")
+SYNOPSIS = re.compile(r"\s\[--?[A-Za-z]")  # "tool --out DIR [--lengths L,...]": a synopsis, not a command
 COMMAND_TIMEOUT_S = 120
 
 
@@ -58,9 +70,14 @@ class Doc:
     def __init__(self, path, root):
         self.path = path
         self.rel = os.path.relpath(path, root)
+        # READMEs are checked whole and run; other Markdown files (dated results) for their paths and links only:
+        # a results file keeps the command as it was run, flags since renamed included.
+        self.is_readme = os.path.basename(path) == "README.md"
         self.lines = open(path, encoding="utf-8").read().split("\n")
         self.blocks = []   # dicts: lang, start (1-based line of the fence), text, skip (reason or None), section
         self.inline = []   # (line number, code span text, section)
+        self.headings = []  # heading texts, in order (not those inside code blocks)
+        self.prose = []    # (line number, text) of the lines outside code blocks
         self._parse()
 
     def _parse(self):
@@ -94,6 +111,8 @@ class Doc:
             heading = re.match(r"^#+\s+(.*)$", line)
             if heading:
                 section = heading.group(1).strip()
+                self.headings.append(section)
+            self.prose.append((i + 1, line))
             for span in re.findall(r"`([^`]+)`", line):
                 self.inline.append((i + 1, span, section))
             i += 1
@@ -124,6 +143,31 @@ def logical_commands(text):
         commands.append(command)
         i += 1
     return commands
+
+
+def heading_anchors(headings):
+    """GitHub's anchors for these headings: lowercased, punctuation dropped, spaces to '-', repeats get -1, -2."""
+    anchors, seen = set(), {}
+    for text in headings:
+        slug = re.sub(r"[^\w\- ]", "", text.replace("`", "").strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+SCRIPT = re.compile(r"^[\w./-]+\.(?:sh|py)$")
+
+
+def script_of(words):
+    """The repository script a command runs (loadtest/bench.sh, python3 backend/compile/x.py), or None."""
+    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+    if words and re.match(r"^(\S*/)?python3?$", words[0]):
+        words = words[1:]
+    if words and SCRIPT.match(words[0]):
+        return words[0]
+    return None
 
 
 def program_of(words):
@@ -160,6 +204,8 @@ def command_flags(command):
         program = program_of(words)
         if program:
             found.append((program, [f for f in FLAG.findall(part)]))
+        elif script_of(words):
+            found.append(("script:" + script_of(words), [f for f in FLAG.findall(part)]))
     return found
 
 
@@ -179,7 +225,7 @@ class Checker:
         self.root, self.build = root, build
         self.failures, self.notes = [], []
         self.help = {}
-        self.counts = {"paths": 0, "flags": 0}
+        self.counts = {"paths": 0, "flags": 0, "links": 0}
 
     def fail(self, where, message):
         self.failures.append(f"{where}: {message}")
@@ -200,7 +246,22 @@ class Checker:
                 self.fail(program, f"{binary} --help did not run (build it first)")
         return self.help[program]
 
+    def script_text(self, script):
+        path = os.path.join(self.root, script)
+        if not os.path.isfile(path):
+            return None  # a missing script is the path check's failure
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
     def check_flags(self, where, program, flags):
+        if program.startswith("script:"):
+            script = program[len("script:"):]
+            text = self.script_text(script)
+            for f in flags if text is not None else []:
+                self.counts["flags"] += 1
+                if not re.search(re.escape(f) + r"(?![\w-])", text):
+                    self.fail(where, f"{script} has no {f} (not in the script)")
+            return
         known = self.help_flags(program)
         if known is None:
             return
@@ -210,6 +271,14 @@ class Checker:
                 self.fail(where, f"{program} has no {f} (not in its --help)")
 
     def check_doc(self, doc):
+        if not doc.is_readme:
+            for block in doc.blocks:
+                for path in repo_paths(block["text"]):
+                    self.check_path(f"{doc.rel}:{block['start']}", path)
+            for line, span, section in doc.inline:
+                for path in repo_paths(span):
+                    self.check_path(f"{doc.rel}:{line}", path)
+            return
         for block in doc.blocks:
             where = f"{doc.rel}:{block['start']}"
             for path in repo_paths(block["text"]):
@@ -223,6 +292,8 @@ class Checker:
                     list(yaml.safe_load_all(block["text"]))
                 except yaml.YAMLError as e:
                     self.fail(where, f"yaml block does not parse: {e}")
+            if block["lang"] == "yaml":
+                self.check_config_keys(where, block["text"])
         for line, span, section in doc.inline:
             where = f"{doc.rel}:{line}"
             for path in repo_paths(span):
@@ -231,10 +302,58 @@ class Checker:
             if words and program_of(words[:1]):
                 self.check_flags(where, program_of(words[:1]), FLAG.findall(span))
             elif span.startswith("--") and FLAG.fullmatch(span.split()[0].split("=")[0]):
+                named = re.search(r"`([\w-]+\.(?:sh|py))`$", section)  # "Against Triton: `peer_bench.sh`"
+                if named:  # a section about one script: its flags
+                    self.check_section_script_flag(where, named.group(1), span.split()[0].split("=")[0])
+                    continue
                 for pattern, tool in SECTION_TOOLS:
                     if pattern.search(section):
                         self.check_section_flag(where, tool, span.split()[0].split("=")[0], doc, line)
                         break
+
+    def find_script(self, name):
+        if not hasattr(self, "_files"):
+            self._files = {}
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = [d for d in dirnames if not d.startswith((".", "build"))]
+                for f in filenames:
+                    self._files.setdefault(f, os.path.relpath(os.path.join(dirpath, f), self.root))
+        return self._files.get(name)
+
+    def check_section_script_flag(self, where, name, flag):
+        script = self.find_script(name)
+        if script is None:
+            self.fail(where, f"the section names {name}, which is not in the repository")
+            return
+        text = self.script_text(script)
+        self.counts["flags"] += 1
+        if not re.search(re.escape(flag) + r"(?![\w-])", text):
+            # A flag of sluice-loadtest the script passes on is fine.
+            known = self.help_flags("sluice-loadtest")
+            if not (known and flag in known):
+                self.fail(where, f"{flag} (in the section on {name}) is in neither {script} nor sluice-loadtest")
+
+    def check_links(self, doc, anchors_of):
+        for line, text in doc.prose:
+            where = f"{doc.rel}:{line}"
+            for target in LINK.findall(re.sub(r"`[^`]*`", "", text)):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                    continue  # https:, mailto:
+                self.counts["links"] += 1
+                path, _, anchor = target.partition("#")
+                full = os.path.normpath(os.path.join(os.path.dirname(doc.path), path)) if path else doc.path
+                if not full.startswith(self.root + os.sep) and full != self.root:
+                    self.fail(where, f"link {target} leaves the repository")
+                    continue
+                if not os.path.exists(full):
+                    self.fail(where, f"link {target}: {os.path.relpath(full, self.root)} is not in the repository")
+                    continue
+                if anchor:
+                    if not full.endswith(".md") or os.path.isdir(full):
+                        self.fail(where, f"link {target}: an anchor on a file that is not Markdown")
+                    elif anchor not in anchors_of(full):
+                        self.fail(where, f"link {target}: no heading with anchor #{anchor} in "
+                                         f"{os.path.relpath(full, self.root)}")
 
     def check_section_flag(self, where, tool, flag, doc, line):
         known = self.help_flags(tool)
@@ -265,6 +384,45 @@ class Checker:
                 if other_flags and flag in other_flags:
                     return
         self.fail(where, f"{flag} (in a {tool} section) is not a {tool} flag")
+
+    def config_keys(self):
+        """Every quoted name in the config parsers (backend/base/*.cc): the keys a sluice config may hold."""
+        if not hasattr(self, "_config_keys"):
+            names = set()
+            base = os.path.join(self.root, "backend", "base")
+            for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+                if name.endswith(".cc"):
+                    with open(os.path.join(base, name), encoding="utf-8") as f:
+                        names |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', f.read()))
+            self._config_keys = names
+        return self._config_keys
+
+    def check_config_keys(self, where, text):
+        try:
+            documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+        except yaml.YAMLError:
+            return  # a block with placeholders that is not YAML: nothing to check
+        for doc in documents:
+            keys = set(doc)
+            is_config = "model_repository" in keys or ("name" in keys and keys & {"kind", "instances"}) or \
+                keys <= {"speech", "generation", "sim", "batching", "buckets", "instances"}
+            if not is_config:
+                continue
+            found = []
+
+            def walk(node):
+                if isinstance(node, dict):
+                    for key, value in node.items():
+                        found.append(str(key))
+                        walk(value)
+                elif isinstance(node, list):
+                    for item in node:
+                        walk(item)
+            walk(doc)
+            for key in found:
+                self.counts["config keys"] = self.counts.get("config keys", 0) + 1
+                if key not in self.config_keys():
+                    self.fail(where, f"config key {key!r} is not a key the config parsers (backend/base/*.cc) know")
 
     def check_path(self, where, path):
         self.counts["paths"] += 1
@@ -355,6 +513,9 @@ class Runner:
         if block["skip"]:
             print(f"docs-test: skip {where} ({block['skip']})", flush=True)
             return
+        if SYNOPSIS.search(block["text"]):
+            print(f"docs-test: not run {where}: a synopsis (optional arguments in [--...])", flush=True)
+            return
         if block["needs"] and not shutil.which(block["needs"][0], path=self.path):
             print(f"docs-test: skip {where}: no {block['needs'][0]} here ({block['needs'][1]})", flush=True)
             return
@@ -404,22 +565,34 @@ def main():
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             if "README.md" in filenames:
                 paths.append(os.path.join(dirpath, "README.md"))
+            paths += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".md") and f != "README.md"]
     docs = [Doc(p, root) for p in paths]
     checker = Checker(root, build)
+    anchors = {}
+
+    def anchors_of(path):
+        if path not in anchors:
+            known = [d for d in docs if d.path == path]
+            anchors[path] = heading_anchors((known[0] if known else Doc(path, root)).headings)
+        return anchors[path]
+
     for doc in docs:
         checker.check_doc(doc)
+        checker.check_links(doc, anchors_of)
     checker.check_named_yaml(docs)
     blocks = sum(len(d.blocks) for d in docs)
     skipped = sum(1 for d in docs for b in d.blocks if b["skip"])
     print(f"docs-test: {len(docs)} documents, {blocks} code blocks ({skipped} marked skip), "
           f"{sum(len(d.inline) for d in docs)} inline code spans: {checker.counts['paths']} repository paths and "
-          f"{checker.counts['flags']} flags checked", flush=True)
+          f"{checker.counts['flags']} flags, {checker.counts['links']} links and "
+          f"{checker.counts.get('config keys', 0)} config keys checked", flush=True)
     if not args.no_run:
         runner = Runner(checker, args.keep)
         try:
             if runner.start_server():
-                for block in docs[0].blocks:  # README.md's; the folder READMEs' blocks are synopses (checked above)
-                    runner.run_block(docs[0], block, args.only)
+                for doc in [d for d in docs if d.is_readme]:  # README.md's blocks, then each folder README's
+                    for block in doc.blocks:
+                        runner.run_block(doc, block, args.only)
         finally:
             runner.stop_server()
             if not args.keep:
