@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "loadtest/generation_plan.h"
-#include "loadtest/runner.h"
-#include "loadtest/stream_runner.h"
-#include "loadtest/sweep.h"
+#include "loadtest/core/runner.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/generation/generation_plan.h"
+#include "loadtest/speech/stream_runner.h"
 
 namespace sluice::loadtest {
 

@@ -1,6 +1,6 @@
 // Unit tests of RunLoad against a fake client (no server): what a closed and an open loop send, which requests
 // count as measured, and the open loop's drops once max_outstanding calls are in flight.
-#include "loadtest/runner.h"
+#include "loadtest/core/runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

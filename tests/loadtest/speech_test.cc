@@ -14,15 +14,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "loadtest/audio_folder.h"
-#include "loadtest/report_json.h"
-#include "loadtest/report_table.h"
-#include "loadtest/slo.h"
-#include "loadtest/speech_audio.h"
-#include "loadtest/speech_summary.h"
-#include "loadtest/sweep.h"
-#include "loadtest/wer.h"
-#include "loadtest/workload.h"
+#include "loadtest/core/slo.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/core/workload.h"
+#include "loadtest/report/report_json.h"
+#include "loadtest/report/report_table.h"
+#include "loadtest/speech/audio_folder.h"
+#include "loadtest/speech/speech_audio.h"
+#include "loadtest/speech/speech_summary.h"
+#include "loadtest/speech/wer.h"
 
 namespace sluice::loadtest {
 namespace {
