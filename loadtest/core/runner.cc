@@ -8,7 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "backend/base/sync.h"
 #include "loadtest/core/progress_bar.h"
 
 namespace sluice::loadtest {
@@ -18,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 // State shared between the sending thread and the client's completion threads (and read by the progress bar).
 struct Shared {
-  absl::Mutex mu;
+  Mutex mu;
+  CondVar slot_freed;  // signalled when a call ends (the closed loop waits for in_flight < concurrency)
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   std::vector<RequestRecord> records ABSL_GUARDED_BY(mu);
   int64_t ok ABSL_GUARDED_BY(mu) = 0;
@@ -65,7 +67,7 @@ class LoadRun {
     const double t = Elapsed();
     int64_t ok, errors, in_flight;
     {
-      absl::MutexLock lock(&shared_.mu);
+      MutexLock lock(&shared_.mu);
       ok = shared_.ok;
       errors = shared_.errors;
       in_flight = shared_.in_flight;
@@ -105,7 +107,7 @@ class LoadRun {
     result_.max_send_lag_ms = std::max(result_.max_send_lag_ms, (record.sent_s - scheduled_s) * 1e3);
     CountSent(record);
     {
-      absl::MutexLock lock(&shared_.mu);
+      MutexLock lock(&shared_.mu);
       ++shared_.in_flight;
     }
     const auto deadline = std::chrono::system_clock::now() +
@@ -116,8 +118,9 @@ class LoadRun {
                    record.done_s = SecondsSince(start);
                    record.code = static_cast<int>(status.error_code());
                    if (record.ok() && *on_response) (*on_response)(record, response);
-                   absl::MutexLock lock(&shared->mu);
+                   MutexLock lock(&shared->mu);
                    --shared->in_flight;
+                   shared->slot_freed.Signal();
                    (record.ok() ? shared->ok : shared->errors) += 1;
                    if (!record.ok()) shared->first_errors.emplace(record.code, status.error_message());
                    shared->records.push_back(record);
@@ -131,7 +134,7 @@ class LoadRun {
     record.sent_s = record.done_s = scheduled_s;
     record.code = -1;
     CountSent(record);
-    absl::MutexLock lock(&shared_.mu);
+    MutexLock lock(&shared_.mu);
     ++shared_.errors;
     shared_.first_errors.emplace(-1, "--max-outstanding calls were in flight: the arrival was not sent");
     shared_.records.push_back(record);
@@ -147,12 +150,13 @@ class LoadRun {
 
   // Closed loop: waits (at most 1 s, never past the end) for fewer than `concurrency` calls in flight.
   bool WaitForFreeSlot(double now_s) {
-    absl::MutexLock lock(&shared_.mu);
-    auto slot_free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_.mu) {
-      return shared_.in_flight < options_.concurrency;
-    };
-    const double wait_s = std::min(send_end_s_ - now_s, 1.0);
-    return shared_.mu.AwaitWithTimeout(absl::Condition(&slot_free), absl::Seconds(wait_s));
+    const absl::Time deadline = absl::Now() + absl::Seconds(std::min(send_end_s_ - now_s, 1.0));
+    MutexLock lock(&shared_.mu);
+    while (shared_.in_flight >= options_.concurrency) {
+      if (absl::Now() >= deadline) return false;
+      shared_.slot_freed.WaitUntil(&shared_.mu, deadline);
+    }
+    return true;
   }
 
   // Open loop: sleeps until the next arrival; false when the run ends before it.
@@ -167,7 +171,7 @@ class LoadRun {
   void SendOrDropArrival() {
     bool full;
     {
-      absl::MutexLock lock(&shared_.mu);
+      MutexLock lock(&shared_.mu);
       full = shared_.in_flight >= options_.max_outstanding;
     }
     full ? Drop(next_arrival_s_) : Send(next_arrival_s_);
@@ -204,7 +208,7 @@ class LoadRun {
   // Moves the records into the result and sets the measured window: first measured schedule to last end.
   void CollectRecords() {
     {
-      absl::MutexLock lock(&shared_.mu);
+      MutexLock lock(&shared_.mu);
       result_.records = std::move(shared_.records);
       result_.first_errors = std::move(shared_.first_errors);
     }

@@ -2,7 +2,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "loadtest/generation/openai_client.h"
 #include "loadtest/generation/triton_stream_client.h"
 
@@ -13,16 +13,16 @@ namespace {
 class OutcomeLog {
  public:
   void Add(uint64_t index, GenerationOutcome outcome) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     outcomes_[index] = std::move(outcome);
   }
   absl::flat_hash_map<uint64_t, GenerationOutcome> Take() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return std::move(outcomes_);
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::flat_hash_map<uint64_t, GenerationOutcome> outcomes_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -92,10 +92,7 @@ void TritonStreamInferClient::Send(inference::ModelInferRequest request,
                   inference::ModelInferResponse());
     return;
   }
-  {
-    absl::MutexLock lock(&mu_);
-    calls_.emplace(call, std::move(owned));
-  }
+  calls_.Add(std::move(owned));
   call->Start(*stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()]);
 }
 
@@ -112,44 +109,27 @@ void TritonStreamInferClient::Finish(Call* call, const grpc::Status& status) {
   }
   if (!result.ok()) LogFirstError(result);
   call->RunDone(result, response);
-  std::shared_ptr<Call> owned;  // the call is freed here, after the lock, unless CancelAll still holds it
-  absl::MutexLock lock(&mu_);
-  auto it = calls_.find(call);
-  owned = std::move(it->second);
-  calls_.erase(it);
+  calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
 void TritonStreamInferClient::LogFirstError(const grpc::Status& status) {
   const int code = static_cast<int>(status.error_code());
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!logged_codes_.insert(code).second) return;
   }
   spdlog::warn("ModelStreamInfer: first {} error: {}", GrpcCodeName(code), status.error_message());
 }
 
 void TritonStreamInferClient::CancelAll() {
-  // TryCancel is a call into gRPC, so it runs outside mu_ (the OnDone it leads to takes mu_); the shared_ptrs keep
-  // each stream alive until then, even when it ends meanwhile.
-  std::vector<std::shared_ptr<Call>> calls;
-  {
-    absl::MutexLock lock(&mu_);
-    calls.reserve(calls_.size());
-    for (const auto& [raw, call] : calls_) calls.push_back(call);
-  }
-  for (const std::shared_ptr<Call>& call : calls) call->Cancel();
+  // TryCancel is a call into gRPC, so it runs outside the registry's lock (the OnDone it leads to takes it); the
+  // shared_ptrs keep each stream alive until then, even when it ends meanwhile.
+  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->Cancel();
 }
 
-bool TritonStreamInferClient::WaitIdle(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); };
-  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
-}
+bool TritonStreamInferClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }
 
-int64_t TritonStreamInferClient::in_flight() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(calls_.size());
-}
+int64_t TritonStreamInferClient::in_flight() const { return calls_.size(); }
 
 grpc::Status TritonStreamInferClient::ModelMetadata(const std::string& model,
                                                     inference::ModelMetadataResponse* response) {

@@ -20,11 +20,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "grpc_service.grpc.pb.h"
 #include "loadtest/generation/generation_plan.h"
+#include "loadtest/core/call_registry.h"
 #include "loadtest/kserve/infer_client.h"
 
 namespace sluice::loadtest {
@@ -57,9 +56,8 @@ class TritonStreamInferClient final : public InferClient {
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  mutable absl::Mutex mu_;  // never held while calling into gRPC or a caller's callback
-  // Streams in flight. Shared so that CancelAll can call TryCancel outside mu_ while a stream ends.
-  absl::flat_hash_map<Call*, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  CallRegistry<Call> calls_;  // streams in flight; CancelAll cancels them outside its lock
+  Mutex mu_;                  // never held while calling into gRPC or a caller's callback
   absl::flat_hash_set<int> logged_codes_ ABSL_GUARDED_BY(mu_);
 };
 

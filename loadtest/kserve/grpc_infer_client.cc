@@ -48,10 +48,7 @@ void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
   call->done = std::move(done);
   call->context.set_deadline(deadline);
   if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
-  {
-    absl::MutexLock lock(&mu_);
-    calls_.emplace(call, std::move(owned));
-  }
+  calls_.Add(std::move(owned));
   auto& stub = *stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
   stub.async()->ModelInfer(&call->context, &call->request, &call->response,
                            [this, call](grpc::Status status) { Finish(call, status); });
@@ -59,35 +56,18 @@ void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
 
 void GrpcInferClient::Finish(Call* call, const grpc::Status& status) {
   call->done(status, call->response);
-  std::shared_ptr<Call> owned;  // the call is freed here, after the lock, unless CancelAll still holds it
-  absl::MutexLock lock(&mu_);
-  auto it = calls_.find(call);
-  owned = std::move(it->second);
-  calls_.erase(it);
+  calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
 void GrpcInferClient::CancelAll() {
-  // TryCancel is a call into gRPC, so it runs outside mu_ (a completion it triggers runs Finish, which takes
-  // mu_); the shared_ptrs keep each call's context alive until then, even when its Finish runs meanwhile.
-  std::vector<std::shared_ptr<Call>> calls;
-  {
-    absl::MutexLock lock(&mu_);
-    calls.reserve(calls_.size());
-    for (const auto& [raw, call] : calls_) calls.push_back(call);
-  }
-  for (const std::shared_ptr<Call>& call : calls) call->context.TryCancel();
+  // TryCancel is a call into gRPC, so it runs outside the registry's lock (a completion it triggers runs Finish,
+  // which takes it); the shared_ptrs keep each call's context alive until then, even when its Finish runs meanwhile.
+  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->context.TryCancel();
 }
 
-bool GrpcInferClient::WaitIdle(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); };
-  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
-}
+bool GrpcInferClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }
 
-int64_t GrpcInferClient::in_flight() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(calls_.size());
-}
+int64_t GrpcInferClient::in_flight() const { return calls_.size(); }
 
 namespace {
 

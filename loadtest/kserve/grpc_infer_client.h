@@ -7,9 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "loadtest/core/call_registry.h"
 #include "grpc_service.grpc.pb.h"
 #include "loadtest/kserve/infer_client.h"
 
@@ -52,9 +50,7 @@ class GrpcInferClient final : public InferClient {
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  mutable absl::Mutex mu_;  // never held while calling out to gRPC or a caller's callback
-  // Calls in flight. Shared so that CancelAll can call TryCancel outside mu_ while a call finishes.
-  absl::flat_hash_map<Call*, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  CallRegistry<Call> calls_;  // in flight; CancelAll calls TryCancel outside its lock
 };
 
 }  // namespace sluice::loadtest

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
 #include "loadtest/kserve/kserve_http.h"
 
@@ -41,8 +42,9 @@ HttpInferClient::~HttpInferClient() {
   WaitIdle(absl::Seconds(30));
   std::vector<std::thread> workers;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
+    work_.SignalAll();
     workers.swap(workers_);
   }
   for (std::thread& worker : workers) worker.join();
@@ -50,9 +52,10 @@ HttpInferClient::~HttpInferClient() {
 
 void HttpInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
                            Done done) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++in_flight_;
   queue_.push_back({std::move(request), deadline, std::move(done)});
+  work_.Signal();
   if (static_cast<int>(queue_.size()) > idle_workers_ &&
       static_cast<int>(workers_.size()) < std::max(1, options_.max_connections)) {
     // Started under mu_ so that workers_.size() counts it at once; the thread takes mu_ before touching state.
@@ -63,17 +66,16 @@ void HttpInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
 void HttpInferClient::WorkerLoop() {
   std::unique_ptr<httplib::Client> client = Connect(options_.address);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     connections_.insert(client.get());
   }
   while (true) {
     Job job;
     uint64_t epoch;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++idle_workers_;
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); };
-      mu_.Await(absl::Condition(&ready));
+      while (!stop_ && queue_.empty()) work_.Wait(&mu_);
       --idle_workers_;
       if (queue_.empty()) {  // stopping
         connections_.erase(client.get());
@@ -86,8 +88,8 @@ void HttpInferClient::WorkerLoop() {
     inference::ModelInferResponse response;
     const grpc::Status status = Execute(*client, job, epoch, &response);
     job.done(status, response);
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
+    MutexLock lock(&mu_);
+    if (--in_flight_ == 0) idle_.SignalAll();
   }
 }
 
@@ -135,7 +137,7 @@ void HttpInferClient::CancelAll() {
   std::vector<Job> queued;
   std::vector<httplib::Client*> running;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     cancel_epoch_.fetch_add(1);
     for (Job& job : queue_) queued.push_back(std::move(job));
     queue_.clear();
@@ -147,19 +149,23 @@ void HttpInferClient::CancelAll() {
   for (httplib::Client* client : running) client->stop();
   for (Job& job : queued) {
     job.done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"), inference::ModelInferResponse());
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
+    MutexLock lock(&mu_);
+    if (--in_flight_ == 0) idle_.SignalAll();
   }
 }
 
 bool HttpInferClient::WaitIdle(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
-  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+  const absl::Time deadline = absl::Now() + timeout;
+  MutexLock lock(&mu_);
+  while (in_flight_ > 0) {
+    if (absl::Now() >= deadline) return false;
+    idle_.WaitUntil(&mu_, deadline);
+  }
+  return true;
 }
 
 int64_t HttpInferClient::in_flight() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return in_flight_;
 }
 

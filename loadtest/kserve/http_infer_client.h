@@ -16,7 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "loadtest/kserve/infer_client.h"
 
 namespace httplib {
@@ -59,7 +59,7 @@ class HttpInferClient : public InferClient {
   // GET `path`, the body parsed as JSON into `message` (unknown fields ignored).
   grpc::Status GetJson(const std::string& path, google::protobuf::Message* message);
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
   // Each running worker's connection (owned by its thread), for CancelAll to stop.
@@ -67,6 +67,8 @@ class HttpInferClient : public InferClient {
   int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // queued and running
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  CondVar work_;  // signalled when a job is queued or stop_ is set (idle workers wait on it)
+  CondVar idle_;  // signalled when in_flight_ drops to 0
   std::atomic<uint64_t> cancel_epoch_{0};       // raised by CancelAll: calls that fail after it were cancelled
 };
 

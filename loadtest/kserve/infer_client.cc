@@ -1,7 +1,7 @@
 #include "loadtest/kserve/infer_client.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "backend/base/sync.h"
 #include "loadtest/kserve/grpc_infer_client.h"
 #include "loadtest/kserve/http_infer_client.h"
 
@@ -18,15 +18,20 @@ absl::StatusOr<std::unique_ptr<InferClient>> InferClient::Create(const Options& 
 
 grpc::Status InferClient::Infer(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
                                 inference::ModelInferResponse* response) {
-  absl::Notification done;
+  Mutex mu;
+  CondVar answered;
+  bool done = false;  // guarded by mu
   grpc::Status result;
   Send(std::move(request), deadline,
        [&](const grpc::Status& status, const inference::ModelInferResponse& answer) {
+         MutexLock lock(&mu);
          result = status;
          if (status.ok()) *response = answer;
-         done.Notify();
+         done = true;
+         answered.Signal();  // under mu: this frame (mu, answered) may end as soon as mu is released
        });
-  done.WaitForNotification();
+  MutexLock lock(&mu);
+  while (!done) answered.Wait(&mu);
   return result;
 }
 

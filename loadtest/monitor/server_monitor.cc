@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -167,8 +168,9 @@ ServerMonitor::ServerMonitor(Options options, InferClient* client)
 
 ServerMonitor::~ServerMonitor() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
+    stopped_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -207,11 +209,13 @@ void ServerMonitor::Begin() {
   thread_ = std::thread([this] {
     while (true) {
       {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(options_.interval_s))) return;
+        const absl::Time next_scrape = absl::Now() + absl::Seconds(options_.interval_s);
+        MutexLock lock(&mu_);
+        while (!stop_ && absl::Now() < next_scrape) stopped_.WaitUntil(&mu_, next_scrape);
+        if (stop_) return;
       }
       if (std::optional<PromScrape> scrape = Scrape(nullptr)) {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         if (std::optional<double> rss = CurrentRss(*scrape)) {
           peak_rss_seen_ = std::max(peak_rss_seen_.value_or(0), *rss);
         }
@@ -225,8 +229,9 @@ void ServerMonitor::Begin() {
 
 ServerMetrics ServerMonitor::End() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
+    stopped_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
   ServerMetrics out;
@@ -253,7 +258,7 @@ ServerMetrics ServerMonitor::End() {
     std::optional<double> peak_rss_seen;
     std::map<std::string, double> peaks;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       peak_rss_seen = peak_rss_seen_;
       peaks = gauge_peaks_;
     }

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "loadtest/kserve/infer_client.h"
 #include "loadtest/monitor/prometheus_text.h"
 
@@ -95,8 +95,9 @@ class ServerMonitor {
   std::string scrape_error_;
   std::thread thread_;
 
-  absl::Mutex mu_;  // shared with the scraping thread; never held while scraping
+  Mutex mu_;  // shared with the scraping thread; never held while scraping
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  CondVar stopped_;  // signalled when stop_ is set
   std::optional<double> peak_rss_seen_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, double> gauge_peaks_ ABSL_GUARDED_BY(mu_);
 };

@@ -76,10 +76,7 @@ void RivaOfflineClient::Send(inference::ModelInferRequest request, std::chrono::
   *call->request.mutable_audio() = *std::move(wav);
   call->context.set_deadline(deadline);
   if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
-  {
-    absl::MutexLock lock(&mu_);
-    calls_.emplace(call, std::move(owned));
-  }
+  calls_.Add(std::move(owned));
   auto& stub = *stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
   stub.async()->Recognize(&call->context, &call->request, &call->response,
                           [this, call](grpc::Status status) { Finish(call, status); });
@@ -101,33 +98,17 @@ void RivaOfflineClient::Finish(Call* call, const grpc::Status& status) {
     answer.add_raw_output_contents(BytesElement(transcript));
   }
   call->done(status, answer);
-  std::shared_ptr<Call> owned;  // the call is freed here, after the lock, unless CancelAll still holds it
-  absl::MutexLock lock(&mu_);
-  auto it = calls_.find(call);
-  owned = std::move(it->second);
-  calls_.erase(it);
+  calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
 void RivaOfflineClient::CancelAll() {
-  // As GrpcInferClient::CancelAll: TryCancel outside mu_, the shared_ptrs keeping each context alive.
-  std::vector<std::shared_ptr<Call>> calls;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [raw, call] : calls_) calls.push_back(call);
-  }
-  for (const std::shared_ptr<Call>& call : calls) call->context.TryCancel();
+  // As GrpcInferClient::CancelAll: TryCancel outside the registry's lock, the shared_ptrs keeping each context alive.
+  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->context.TryCancel();
 }
 
-bool RivaOfflineClient::WaitIdle(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); };
-  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
-}
+bool RivaOfflineClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }
 
-int64_t RivaOfflineClient::in_flight() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(calls_.size());
-}
+int64_t RivaOfflineClient::in_flight() const { return calls_.size(); }
 
 std::string TranscriptOf(const inference::ModelInferResponse& response) {
   for (int i = 0; i < response.outputs_size() && i < response.raw_output_contents_size(); ++i) {

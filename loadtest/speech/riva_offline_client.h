@@ -18,7 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "loadtest/core/call_registry.h"
 #include "loadtest/kserve/infer_client.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 
@@ -55,9 +55,7 @@ class RivaOfflineClient final : public InferClient {
   std::vector<std::unique_ptr<nvidia::riva::asr::RivaSpeechRecognition::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  mutable absl::Mutex mu_;  // never held while calling out to gRPC or a caller's callback
-  // Calls in flight; shared so that CancelAll can call TryCancel outside mu_ while a call finishes.
-  absl::flat_hash_map<Call*, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  CallRegistry<Call> calls_;  // in flight; CancelAll calls TryCancel outside its lock
 };
 
 // The "transcript" output of a RivaOfflineClient answer; empty when there is none.

@@ -4,7 +4,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "loadtest/kserve/grpc_infer_client.h"
 #include "loadtest/speech/riva_offline_client.h"
 #include "loadtest/speech/speech_summary.h"
@@ -41,16 +41,16 @@ absl::Status CheckServedOverRiva(riva::RivaSpeechRecognition::Stub& stub, const 
 class TranscriptLog {
  public:
   void Add(uint64_t index, std::string transcript) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     transcripts_[index] = std::move(transcript);
   }
   absl::flat_hash_map<uint64_t, std::string> Take() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return std::move(transcripts_);
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::flat_hash_map<uint64_t, std::string> transcripts_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -25,7 +25,7 @@ void StreamCall::Start(riva::RivaSpeechRecognition::Stub* stub) {
   config->set_max_alternatives(1);
   config->set_model(setup_.model);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     outcome_.start_s = Now();
     writing_ = true;
   }
@@ -40,7 +40,7 @@ void StreamCall::Advance() {
   Step step = Step::kNone;
   double due_s = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (writing_ || write_side_closed_) return;
     const double now = Now();
     if (failed_) {
@@ -88,7 +88,7 @@ void StreamCall::SendDueChunk() { Advance(); }
 
 void StreamCall::Cancel() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     failed_ = true;
   }
   context_.TryCancel();
@@ -96,7 +96,7 @@ void StreamCall::Cancel() {
 
 void StreamCall::OnWriteDone(bool ok) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) failed_ = true;
   }
@@ -105,12 +105,12 @@ void StreamCall::OnWriteDone(bool ok) {
 
 void StreamCall::OnReadDone(bool ok) {
   if (!ok) {  // the server has finished the call (its status comes with OnDone)
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     failed_ = true;  // any chunk still to write would be lost
     return;
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const double now = Now();
     if (response_.results_size() > 0 && !outcome_.first_result_ms) {
       outcome_.first_result_ms = (now - first_chunk_s_) * 1e3;
@@ -137,7 +137,7 @@ void StreamCall::OnReadDone(bool ok) {
 
 void StreamCall::OnDone(const grpc::Status& status) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     outcome_.code = static_cast<int>(status.error_code());
     outcome_.message = status.error_message();
     outcome_.end_s = Now();
@@ -147,7 +147,7 @@ void StreamCall::OnDone(const grpc::Status& status) {
 }
 
 StreamOutcome StreamCall::TakeOutcome() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return std::move(outcome_);
 }
 

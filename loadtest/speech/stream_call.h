@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 #include "loadtest/speech/speech_audio.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 
@@ -96,7 +96,7 @@ class StreamCall final
   nvidia::riva::asr::StreamingRecognizeRequest request_;    // the one write in flight
   nvidia::riva::asr::StreamingRecognizeResponse response_;  // the one read in flight
 
-  absl::Mutex mu_;
+  Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_side_closed_ ABSL_GUARDED_BY(mu_) = false;  // WritesDone sent or writing abandoned; hold released
   bool failed_ ABSL_GUARDED_BY(mu_) = false;             // a write failed, the reads ended, or cancelled

@@ -12,7 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "backend/base/sync.h"
 #include "loadtest/core/progress_bar.h"
 #include "loadtest/kserve/grpc_infer_client.h"
 #include "spdlog/spdlog.h"
@@ -72,7 +73,7 @@ class StreamRun {
     const double t = Elapsed();
     int64_t done, errors;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       done = finished_total_;
       errors = errors_total_;
     }
@@ -138,14 +139,16 @@ class StreamRun {
                      std::chrono::microseconds(static_cast<int64_t>(allowed_s * 1e6));
     setup.run_start = start_;
     setup.wake_at = [this, id](double due_s) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       due_.push({due_s, id});
       wake_ = true;
+      woken_.Signal();
     };
     setup.on_done = [this, id] {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ended_.push_back(id);
       wake_ = true;
+      woken_.Signal();
     };
     live.call = std::make_unique<StreamCall>(std::move(setup));
     StreamCall* call = live.call.get();
@@ -158,7 +161,7 @@ class StreamRun {
     if (!record.ok()) result_.run.first_errors.emplace(record.code, outcome.message);
     if (outcome.end_s > 0) record.done_s = outcome.end_s;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++finished_total_;
       if (!record.ok()) ++errors_total_;
     }
@@ -174,7 +177,7 @@ class StreamRun {
       std::vector<uint64_t> due, ended;
       double next_due_s = 1e300;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         const double now = Elapsed();
         while (!due_.empty() && due_.top().at_s <= now) {
           due.push_back(due_.top().id);
@@ -220,8 +223,9 @@ class StreamRun {
       double wake_s = std::min(next_due_s, now + 1.0);
       if (!stopping) wake_s = std::min(wake_s, std::max(now, send_end_s_));
       if (stopping) wake_s = std::min(wake_s, cancelled ? cancel_until_s : drain_until_s);
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&wake_), absl::Seconds(std::max(0.0, wake_s - Elapsed())));
+      const absl::Time deadline = absl::Now() + absl::Seconds(std::max(0.0, wake_s - Elapsed()));
+      MutexLock lock(&mu_);
+      while (!wake_ && absl::Now() < deadline) woken_.WaitUntil(&mu_, deadline);
     }
   }
 
@@ -253,10 +257,11 @@ class StreamRun {
   StreamRunResult result_;
   std::atomic<int64_t> started_progress_{0};  // started_, for the progress bar's thread
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> ended_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  CondVar woken_;  // signalled with wake_ set (a stream's chunk is due or it ended)
   int64_t finished_total_ ABSL_GUARDED_BY(mu_) = 0, errors_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
