@@ -1,9 +1,12 @@
 # sluice_loadtest's sources: all of sluice-loadtest but reading reference sets (kserve/verify.cc), the real-text
-# generation plan (generation/generation_app.cc) and the top level (app.cc, loadtest_main.cc), so no libtorch.
+# generation plan (generation/generation_app.cc), the API drivers (*_driver.cc, which --verify) and the top level
+# (app.cc, loadtest_main.cc), so no libtorch.
 # Included by loadtest/CMakeLists.txt and by the clang build in tests/sanitizers/ (which compiles the same list
 # with -Wthread-safety) and by tests/asan/. One folder per role; see the comment at the top of each header.
 set(SLUICE_LOADTEST_SOURCES
-  # core/: the run loop and what it is measured against (API-neutral)
+  # core/: the run loop and what it is measured against (API-neutral), and the seam to each API
+  ${CMAKE_CURRENT_LIST_DIR}/core/api.cc                # enum class Api, parsed once from --api
+  ${CMAKE_CURRENT_LIST_DIR}/core/api_driver.cc         # ApiDriver: one API's part of a run (app.cc picks one)
   ${CMAKE_CURRENT_LIST_DIR}/core/length_profile.cc     # input-length profiles (fixed, uniform, lognormal/speech, file)
   ${CMAKE_CURRENT_LIST_DIR}/core/arrival_process.cc    # open-loop arrivals (Poisson, Gamma with burstiness, constant)
   ${CMAKE_CURRENT_LIST_DIR}/core/workload.cc           # request i = f(seed, i): model, length, input data
@@ -50,10 +53,13 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/report/plot_svg.cc         # SVG plots of a run or sweep
 )
 
-# sluice_loadtest_app's sources: what needs libtorch (reference sets) or the model's tokenizer (server/llm), and
-# the wiring (app.cc) that chooses one API driver per run.
+# sluice_loadtest_app's sources: what needs libtorch (reference sets) or the model's tokenizer (server/llm): the
+# API drivers (their --verify) and the wiring (app.cc) that chooses one driver per run.
 set(SLUICE_LOADTEST_APP_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/kserve/verify.cc           # --verify: reference.pt through sluice_backend
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/kserve_driver.cc    # ApiDriver of --api kserve (describe and verify over KServe v2)
   ${CMAKE_CURRENT_LIST_DIR}/generation/generation_app.cc  # real-text prompt ids and generation --verify (tokenizer)
+  ${CMAKE_CURRENT_LIST_DIR}/speech/speech_driver.cc    # ApiDriver of riva-offline and riva-streaming (verify: KServe)
+  ${CMAKE_CURRENT_LIST_DIR}/generation/generation_driver.cc  # ApiDriver of openai and triton-stream
   ${CMAKE_CURRENT_LIST_DIR}/app.cc
 )

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loadtest/core/api.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/workload.h"
 #include "loadtest/speech/wer.h"
@@ -51,7 +52,7 @@ struct WerStats {
 };
 
 struct SpeechStats {
-  std::string api;  // riva-offline | riva-streaming
+  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming
   int streams = 0;  // riva-streaming: concurrent streams
   double chunk_ms = 0;
   bool realtime = false;
@@ -68,7 +69,7 @@ struct SpeechStats {
 // the server's `usage` (checked against the stream by the client). Goodput = requests meeting the SLO's
 // per-request ttft_ms / tpot_ms / latency_ms (all successes when none is set) per window second.
 struct GenerationStats {
-  std::string api = "openai";  // openai | triton-stream
+  Api api = Api::kOpenAi;  // openai | triton-stream
   std::string prompt_source;  // how prompts were made (real text token ids, synthetic ids, a prompt file)
   std::string token_counts = "usage";  // where the token counts come from (openai: usage; triton-stream: the client)
   int64_t requests = 0;       // successful measured requests with an outcome

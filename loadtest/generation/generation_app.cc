@@ -89,7 +89,7 @@ std::vector<int32_t> IntArray(const rapidjson::Value& v) {
 
 }  // namespace
 
-absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& api, const InferClient::Options& client,
+absl::StatusOr<ModelInfo> GenerationModelInfo(Api api, const InferClient::Options& client,
                                               const std::string& model, int64_t max_prompt) {
   ModelInfo info;
   info.name = model;
@@ -97,7 +97,7 @@ absl::StatusOr<ModelInfo> GenerationModelInfo(const std::string& api, const Infe
   info.input_name = "prompt_ids";
   info.datatype = "INT32";
   int64_t served_max_prompt = 0;
-  if (api == "openai") {
+  if (api == Api::kOpenAi) {
     absl::StatusOr<OpenAiModelEntry> served = DescribeOpenAiModel(client.address, client.bearer_token, model);
     if (!served.ok()) return served.status();
     info.vocab_size = served->vocab_size;
@@ -131,92 +131,138 @@ absl::StatusOr<std::shared_ptr<const PromptTokenCounter>> LoadPromptTokenCounter
   return std::make_shared<const TokenizerCounter>(*std::move(tokenizer), added);
 }
 
-absl::StatusOr<VerifyReport> VerifyGeneration(const std::string& api, const InferClient::Options& client_options,
+namespace {
+
+// One case of a generation reference set: the prompt, the greedy output and the reference's top-2 logit margin
+// at each output token.
+struct ReferenceCase {
+  int index = 0;  // in the file, counting the cases skipped as incomplete
+  rapidjson::Value const* json = nullptr;  // the case itself (for its prompt text)
+  std::vector<int32_t> prompt, output;
+  std::vector<double> margins;
+};
+
+// reference_generation.json's cases that have a prompt and an output. REQUIRES: `doc` outlives the cases.
+absl::StatusOr<std::vector<ReferenceCase>> ReadReferenceCases(const fs::path& path, rapidjson::Document& doc) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no reference set ", path.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  doc.Parse(text.str().c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("cases") || !doc["cases"].IsArray()) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), " is not a generation reference set"));
+  }
+  std::vector<ReferenceCase> cases;
+  int index = 0;
+  for (const auto& c : doc["cases"].GetArray()) {
+    ReferenceCase one;
+    one.index = index++;
+    if (!c.IsObject() || !c.HasMember("prompt_ids") || !c.HasMember("output_ids")) continue;
+    one.json = &c;
+    one.prompt = IntArray(c["prompt_ids"]);
+    one.output = IntArray(c["output_ids"]);
+    if (c.HasMember("top2_margins") && c["top2_margins"].IsArray()) {
+      for (const auto& m : c["top2_margins"].GetArray()) one.margins.push_back(m.IsNumber() ? m.GetDouble() : 0);
+    }
+    if (!one.prompt.empty() && !one.output.empty()) cases.push_back(std::move(one));
+  }
+  return cases;
+}
+
+// What every case of one VerifyGeneration shares.
+struct CaseContext {
+  std::string model;
+  InferClient* client = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<int> bos;
+  bool text_only = false;  // triton-stream: the prompt goes as text, and there is no usage to check
+  double timeout_ms = 0;
+};
+
+// The greedy request of `c`, its prompt as ids or (text_only) as the text that tokenizes to them.
+absl::StatusOr<inference::ModelInferRequest> CaseRequest(const ReferenceCase& c, const CaseContext& ctx) {
+  GenerationSpec spec;
+  spec.model = ctx.model;
+  spec.prompt_ids = c.prompt;
+  spec.prompt_tokens = static_cast<int64_t>(c.prompt.size());
+  spec.max_tokens = static_cast<int64_t>(c.output.size());
+  spec.ignore_eos = true;
+  spec.temperature = 0.0;
+  if (ctx.text_only) {
+    absl::StatusOr<std::string> text = ReferencePromptText(*c.json, c.prompt, *ctx.tokenizer, ctx.bos);
+    if (!text.ok()) return text.status();
+    spec.prompt_ids.clear();
+    spec.prompt_text = *std::move(text);
+  }
+  inference::ModelInferRequest request;
+  GenerationSpecToProto(spec, request);
+  request.set_id(absl::StrCat("verify-", c.index));
+  return request;
+}
+
+// Sends case `c` and compares the answer token for token; counts it into `report`.
+void VerifyCase(const ReferenceCase& c, const CaseContext& ctx, VerifyReport& report) {
+  ++report.cases;
+  auto fail = [&](std::string what) {
+    ++report.mismatched_cases;
+    if (report.failures.size() < 8) report.failures.push_back(absl::StrCat("case ", c.index, ": ", what));
+  };
+  absl::StatusOr<inference::ModelInferRequest> request = CaseRequest(c, ctx);
+  if (!request.ok()) return fail(std::string(request.status().message()));
+  inference::ModelInferResponse response;
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::microseconds(static_cast<int64_t>(ctx.timeout_ms * 1e3));
+  const grpc::Status status = ctx.client->Infer(*std::move(request), deadline, &response);
+  if (!status.ok()) {
+    ++report.failed_calls;
+    return fail(absl::StrCat(GrpcCodeName(status.error_code()), ": ", status.error_message()));
+  }
+  const GenerationOutcome outcome = OutcomeFromResponse(response);
+  IncrementalDetokenizer detokenizer(ctx.tokenizer);
+  std::vector<std::string> pieces;
+  for (int32_t id : c.output) pieces.push_back(detokenizer.Add(id));
+  pieces.back() += detokenizer.Flush();
+  const int first = FirstMismatchedToken(pieces, outcome.text);
+  const int64_t expected = static_cast<int64_t>(c.output.size());
+  if (first >= 0) {
+    report.mismatched_elements += expected - std::min<int64_t>(first, expected);
+    const std::string margin = first < static_cast<int>(c.margins.size())
+                                   ? absl::StrFormat(" (reference top-2 logit margin there %.3g)", c.margins[first])
+                                   : "";
+    fail(absl::StrCat("first mismatch at output token ", first, " of ", c.output.size(), margin));
+  } else if (!ctx.text_only && outcome.completion_tokens.value_or(-1) != expected) {
+    fail(absl::StrCat("text matches but usage.completion_tokens is ", outcome.completion_tokens.value_or(-1),
+                      ", not ", c.output.size()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<VerifyReport> VerifyGeneration(Api api, const InferClient::Options& client_options,
                                               const std::string& model, const std::string& model_repository,
                                               double timeout_ms) {
   const fs::path dir = fs::path(model_repository) / model;
   const fs::path reference_path = dir / "reference_generation.json";
-  std::ifstream in(reference_path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no reference set ", reference_path.string()));
-  std::stringstream text;
-  text << in.rdbuf();
   rapidjson::Document doc;
-  doc.Parse(text.str().c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("cases") || !doc["cases"].IsArray()) {
-    return absl::InvalidArgumentError(absl::StrCat(reference_path.string(), " is not a generation reference set"));
-  }
+  absl::StatusOr<std::vector<ReferenceCase>> cases = ReadReferenceCases(reference_path, doc);
+  if (!cases.ok()) return cases.status();
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer((dir / "tokenizer.model").string());
   if (!tokenizer.ok()) return tokenizer.status();
-
   absl::StatusOr<std::unique_ptr<InferClient>> client = CreateGenerationClient(api, client_options, nullptr);
   if (!client.ok()) return client.status();
-  const bool text_only = api == "triton-stream";
-  const std::optional<int> bos = ConfiguredBos(model_repository, model);
+
+  CaseContext ctx;
+  ctx.model = model;
+  ctx.client = client->get();
+  ctx.tokenizer = tokenizer->get();
+  ctx.bos = ConfiguredBos(model_repository, model);
+  ctx.text_only = api == Api::kTritonStream;
+  ctx.timeout_ms = timeout_ms;
   VerifyReport report;
   report.model = model;
   report.tolerance = 0;
   report.generation = true;
-  int index = 0;
-  for (const auto& c : doc["cases"].GetArray()) {
-    const int case_index = index++;
-    if (!c.IsObject() || !c.HasMember("prompt_ids") || !c.HasMember("output_ids")) continue;
-    const std::vector<int32_t> prompt = IntArray(c["prompt_ids"]);
-    const std::vector<int32_t> output = IntArray(c["output_ids"]);
-    std::vector<double> margins;
-    if (c.HasMember("top2_margins") && c["top2_margins"].IsArray()) {
-      for (const auto& m : c["top2_margins"].GetArray()) margins.push_back(m.IsNumber() ? m.GetDouble() : 0);
-    }
-    if (prompt.empty() || output.empty()) continue;
-    ++report.cases;
-    auto fail = [&](std::string what) {
-      ++report.mismatched_cases;
-      if (report.failures.size() < 8) report.failures.push_back(absl::StrCat("case ", case_index, ": ", what));
-    };
-    GenerationSpec spec;
-    spec.model = model;
-    spec.prompt_ids = prompt;
-    spec.prompt_tokens = static_cast<int64_t>(prompt.size());
-    spec.max_tokens = static_cast<int64_t>(output.size());
-    spec.ignore_eos = true;
-    spec.temperature = 0.0;
-    if (text_only) {
-      absl::StatusOr<std::string> text = ReferencePromptText(c, prompt, **tokenizer, bos);
-      if (!text.ok()) {
-        fail(std::string(text.status().message()));
-        continue;
-      }
-      spec.prompt_ids.clear();
-      spec.prompt_text = *std::move(text);
-    }
-    inference::ModelInferRequest request;
-    GenerationSpecToProto(spec, request);
-    request.set_id(absl::StrCat("verify-", case_index));
-    inference::ModelInferResponse response;
-    const auto deadline =
-        std::chrono::system_clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1e3));
-    const grpc::Status status = (*client)->Infer(std::move(request), deadline, &response);
-    if (!status.ok()) {
-      ++report.failed_calls;
-      fail(absl::StrCat(GrpcCodeName(status.error_code()), ": ", status.error_message()));
-      continue;
-    }
-    const GenerationOutcome outcome = OutcomeFromResponse(response);
-    IncrementalDetokenizer detokenizer(tokenizer->get());
-    std::vector<std::string> pieces;
-    for (int32_t id : output) pieces.push_back(detokenizer.Add(id));
-    pieces.back() += detokenizer.Flush();
-    const int first = FirstMismatchedToken(pieces, outcome.text);
-    if (first >= 0) {
-      report.mismatched_elements += static_cast<int64_t>(output.size()) - std::min<int64_t>(first, output.size());
-      const std::string margin = first < static_cast<int>(margins.size())
-                                     ? absl::StrFormat(" (reference top-2 logit margin there %.3g)", margins[first])
-                                     : "";
-      fail(absl::StrCat("first mismatch at output token ", first, " of ", output.size(), margin));
-    } else if (!text_only && outcome.completion_tokens.value_or(-1) != static_cast<int64_t>(output.size())) {
-      fail(absl::StrCat("text matches but usage.completion_tokens is ", outcome.completion_tokens.value_or(-1),
-                        ", not ", output.size()));
-    }
-  }
+  for (const ReferenceCase& c : *cases) VerifyCase(c, ctx, report);
   if (report.cases == 0) return absl::InvalidArgumentError(absl::StrCat(reference_path.string(), " has no cases"));
   return report;
 }

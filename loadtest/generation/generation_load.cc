@@ -28,22 +28,21 @@ class OutcomeLog {
 
 }  // namespace
 
-bool IsGenerationApi(absl::string_view api) { return api == "openai" || api == "triton-stream"; }
-
-absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(absl::string_view api,
+absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(Api api,
                                                                     const InferClient::Options& options,
                                                                     const GenerationPlan* plan) {
-  if (api == "openai") return std::make_unique<OpenAiInferClient>(options, plan);
-  if (api == "triton-stream") return std::make_unique<TritonStreamInferClient>(options, plan);
-  return absl::InvalidArgumentError(absl::StrCat("'", api, "' is not a generation API (openai, triton-stream)"));
+  if (api == Api::kOpenAi) return std::make_unique<OpenAiInferClient>(options, plan);
+  if (api == Api::kTritonStream) return std::make_unique<TritonStreamInferClient>(options, plan);
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", ApiName(api), "' is not a generation API (openai, triton-stream)"));
 }
 
-absl::StatusOr<std::unique_ptr<GenerationLoad>> GenerationLoad::Create(absl::string_view api,
+absl::StatusOr<std::unique_ptr<GenerationLoad>> GenerationLoad::Create(Api api,
                                                                        const InferClient::Options& client,
                                                                        const GenerationPlanOptions& plan,
                                                                        const Workload& workload) {
   if (workload.models().size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--api ", api, " loads one generation model (no model mix)"));
+    return absl::InvalidArgumentError(absl::StrCat("--api ", ApiName(api), " loads one generation model (no model mix)"));
   }
   // The server first (a model it does not serve over this API is exit code 3 whatever else is wrong), through a
   // client without the plan; then the plan (which may need the model's tokenizer) and the client of the run.
@@ -54,7 +53,7 @@ absl::StatusOr<std::unique_ptr<GenerationLoad>> GenerationLoad::Create(absl::str
     const grpc::Status served = (*probe)->ModelMetadata(plan.model, &metadata);
     if (!served.ok()) {
       return absl::FailedPreconditionError(
-          api == "openai" ? served.error_message()
+          api == Api::kOpenAi ? served.error_message()
                           : absl::StrCat("model ", plan.model, " over ModelStreamInfer at ", client.address, ": ",
                                          GrpcCodeName(served.error_code()), ": ", served.error_message()));
     }
@@ -71,7 +70,7 @@ absl::StatusOr<std::unique_ptr<GenerationLoad>> GenerationLoad::Create(absl::str
 }
 
 std::string GenerationLoad::TokenCountSource() const {
-  if (api_ == "openai") return "usage";
+  if (api_ == Api::kOpenAi) return "usage";
   return absl::StrCat(plan_options_.counter != nullptr ? "prompts counted by the model's tokenizer"
                                                        : "prompt lengths unknown (no tokenizer)",
                       plan_options_.ignore_eos ? ", outputs = max_tokens (ignore_eos)"

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "loadtest/core/api.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/workload.h"
 #include "loadtest/generation/generation_plan.h"
@@ -27,12 +28,9 @@ struct GenerationRun {
   GenerationSamples samples;  // every TTFT and ITL, for the plot
 };
 
-// The generation APIs: openai, triton-stream.
-bool IsGenerationApi(absl::string_view api);
-
 // The client of generation API `api` (InvalidArgument for another api). REQUIRES: `plan` (may be null: requests are
 // sent as they are) outlives the client.
-absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(absl::string_view api,
+absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(Api api,
                                                                     const InferClient::Options& options,
                                                                     const GenerationPlan* plan);
 
@@ -40,7 +38,7 @@ class GenerationLoad {
  public:
   // REQUIRES: `workload` (one generation model; its length profile draws prompt lengths) outlives this.
   // FailedPrecondition when the server does not serve the model over `api`.
-  static absl::StatusOr<std::unique_ptr<GenerationLoad>> Create(absl::string_view api,
+  static absl::StatusOr<std::unique_ptr<GenerationLoad>> Create(Api api,
                                                                 const InferClient::Options& client,
                                                                 const GenerationPlanOptions& plan,
                                                                 const Workload& workload);
@@ -54,11 +52,11 @@ class GenerationLoad {
   GenerationLoad& operator=(const GenerationLoad&) = delete;
 
  private:
-  GenerationLoad(absl::string_view api, const Workload& workload) : api_(api), workload_(workload) {}
+  GenerationLoad(Api api, const Workload& workload) : api_(api), workload_(workload) {}
   // How the run's token counts were obtained, for the report.
   std::string TokenCountSource() const;
 
-  const std::string api_;
+  const Api api_;
   const Workload& workload_;
   GenerationPlanOptions plan_options_;
   std::unique_ptr<GenerationPlan> plan_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loadtest/core/api.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/slo.h"
 #include "loadtest/core/summary.h"
@@ -47,7 +48,7 @@ struct SweepStep {
 
 struct Report {
   std::string target;  // the gRPC address
-  std::string api = "kserve";  // kserve | riva-offline | riva-streaming
+  Api api = Api::kKServe;
   std::vector<ModelDescription> models;
   RunOptions options;
   uint64_t seed = 0;

@@ -57,10 +57,10 @@ void WriteLatency(Writer& w, const LatencyStats& l, const char* key = "latency_m
 void WriteSpeech(Writer& w, const SpeechStats& s) {
   Key(w, "speech");
   w.StartObject();
-  Str(w, "api", s.api);
+  Str(w, "api", std::string(ApiName(s.api)));
   Num(w, "audio_seconds", s.audio_seconds);
   Num(w, "rtfx", s.rtfx);
-  if (s.api == "riva-streaming") {
+  if (s.api == Api::kRivaStreaming) {
     Int(w, "streams", s.streams);
     Num(w, "chunk_ms", s.chunk_ms);
     Bool(w, "realtime", s.realtime);
@@ -89,7 +89,7 @@ void WriteSpeech(Writer& w, const SpeechStats& s) {
 void WriteGeneration(Writer& w, const GenerationStats& g) {
   Key(w, "generation");
   w.StartObject();
-  Str(w, "api", g.api);
+  Str(w, "api", std::string(ApiName(g.api)));
   Str(w, "prompt_source", g.prompt_source);
   Str(w, "token_counts", g.token_counts);
   Int(w, "requests", g.requests);
@@ -251,23 +251,12 @@ void WriteServer(Writer& w, const ServerMetrics& m) {
   w.EndObject();
 }
 
-}  // namespace
-
-std::string ReportToJson(const Report& r) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.SetMaxDecimalPlaces(6);
-  w.StartObject();
-  Str(w, "schema", "sluice-loadtest/1");
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  Str(w, "created", when);
-
+// "config": what was run against what.
+void WriteConfig(Writer& w, const Report& r) {
   Key(w, "config");
   w.StartObject();
   Str(w, "target", r.target);
-  Str(w, "api", r.api);
+  Str(w, "api", std::string(ApiName(r.api)));
   Int(w, "seed", static_cast<int64_t>(r.seed));
   Num(w, "duration_s", r.options.duration_s);
   Int(w, "requests", r.options.requests);
@@ -293,61 +282,71 @@ std::string ReportToJson(const Report& r) {
   }
   w.EndArray();
   w.EndObject();
+}
 
-  WriteRun(w, r.summary);
-  if (r.slo) {
-    Key(w, "slo");
+// "slo": the verdicts (with --slo).
+void WriteSlo(Writer& w, const Report& r) {
+  if (!r.slo) return;
+  Key(w, "slo");
+  w.StartObject();
+  Bool(w, "pass", AllPass(r.verdicts));
+  Key(w, "verdicts");
+  WriteVerdicts(w, r.verdicts);
+  w.EndObject();
+}
+
+// "cost": the price and the cost figures (with --pricing/--preset or --hourly-usd).
+void WriteCost(Writer& w, const Report& r) {
+  if (!(r.pricing && r.cost)) return;
+  Key(w, "cost");
+  w.StartObject();
+  if (!r.pricing->preset.empty()) Str(w, "preset", r.pricing->preset);
+  Num(w, "hourly_usd", r.pricing->hourly_usd);
+  Int(w, "accelerators", r.pricing->accelerators);
+  Int(w, "accelerators_used", r.pricing->accelerators_used > 0 ? r.pricing->accelerators_used
+                                                                 : r.pricing->accelerators);
+  Num(w, "share", r.pricing->share());
+  if (!r.pricing->source.empty()) Str(w, "source", r.pricing->source);
+  if (!r.pricing->date.empty()) Str(w, "date", r.pricing->date);
+  Bool(w, "unverified", r.pricing->unverified);
+  Num(w, "dollars", r.cost->dollars);
+  Num(w, "usd_per_1k_success", r.cost->usd_per_1k_success);
+  Num(w, "audio_seconds_per_dollar", r.cost->audio_seconds_per_dollar);
+  Num(w, "tokens_per_dollar", r.cost->tokens_per_dollar);
+  Num(w, "prompt_tokens_per_dollar", r.cost->prompt_tokens_per_dollar);
+  Num(w, "output_tokens_per_dollar", r.cost->output_tokens_per_dollar);
+  w.EndObject();
+}
+
+// "verify": one entry per model checked against its reference set (with --verify).
+void WriteVerify(Writer& w, const std::vector<VerifyReport>& reports) {
+  if (reports.empty()) return;
+  Key(w, "verify");
+  w.StartArray();
+  for (const VerifyReport& v : reports) {
     w.StartObject();
-    Bool(w, "pass", AllPass(r.verdicts));
-    Key(w, "verdicts");
-    WriteVerdicts(w, r.verdicts);
-    w.EndObject();
-  }
-  if (r.pricing && r.cost) {
-    Key(w, "cost");
-    w.StartObject();
-    if (!r.pricing->preset.empty()) Str(w, "preset", r.pricing->preset);
-    Num(w, "hourly_usd", r.pricing->hourly_usd);
-    Int(w, "accelerators", r.pricing->accelerators);
-    Int(w, "accelerators_used", r.pricing->accelerators_used > 0 ? r.pricing->accelerators_used
-                                                                   : r.pricing->accelerators);
-    Num(w, "share", r.pricing->share());
-    if (!r.pricing->source.empty()) Str(w, "source", r.pricing->source);
-    if (!r.pricing->date.empty()) Str(w, "date", r.pricing->date);
-    Bool(w, "unverified", r.pricing->unverified);
-    Num(w, "dollars", r.cost->dollars);
-    Num(w, "usd_per_1k_success", r.cost->usd_per_1k_success);
-    Num(w, "audio_seconds_per_dollar", r.cost->audio_seconds_per_dollar);
-    Num(w, "tokens_per_dollar", r.cost->tokens_per_dollar);
-    Num(w, "prompt_tokens_per_dollar", r.cost->prompt_tokens_per_dollar);
-    Num(w, "output_tokens_per_dollar", r.cost->output_tokens_per_dollar);
-    w.EndObject();
-  }
-  if (r.server) WriteServer(w, *r.server);
-  if (!r.verify.empty()) {
-    Key(w, "verify");
+    Str(w, "model", v.model);
+    Num(w, "tolerance", v.tolerance);
+    Int(w, "cases", v.cases);
+    Int(w, "mismatched_cases", v.mismatched_cases);
+    Int(w, "failed_calls", v.failed_calls);
+    Int(w, "mismatched_elements", v.mismatched_elements);
+    Num(w, "max_abs_error", v.max_abs_error);
+    Bool(w, "pass", v.ok());
+    Key(w, "failures");
     w.StartArray();
-    for (const VerifyReport& v : r.verify) {
-      w.StartObject();
-      Str(w, "model", v.model);
-      Num(w, "tolerance", v.tolerance);
-      Int(w, "cases", v.cases);
-      Int(w, "mismatched_cases", v.mismatched_cases);
-      Int(w, "failed_calls", v.failed_calls);
-      Int(w, "mismatched_elements", v.mismatched_elements);
-      Num(w, "max_abs_error", v.max_abs_error);
-      Bool(w, "pass", v.ok());
-      Key(w, "failures");
-      w.StartArray();
-      for (const std::string& f : v.failures) w.String(f.c_str());
-      w.EndArray();
-      w.EndObject();
-    }
+    for (const std::string& f : v.failures) w.String(f.c_str());
     w.EndArray();
+    w.EndObject();
   }
+  w.EndArray();
+}
+
+// "timeline": the run's per-second counts and latency percentiles.
+void WriteTimeline(Writer& w, const std::vector<TimelinePoint>& timeline) {
   Key(w, "timeline");
   w.StartArray();
-  for (const TimelinePoint& p : r.timeline) {
+  for (const TimelinePoint& p : timeline) {
     w.StartObject();
     Num(w, "t_s", p.t_s);
     Int(w, "ok", p.ok);
@@ -358,50 +357,65 @@ std::string ReportToJson(const Report& r) {
     w.EndObject();
   }
   w.EndArray();
-  Key(w, "histogram");
+}
+
+// "sweep": every step and the best passing one (with --sweep).
+void WriteSweep(Writer& w, const Report& r) {
+  if (r.sweep.empty()) return;
+  Key(w, "sweep");
   w.StartObject();
-  Key(w, "edges_ms");
+  Str(w, "knob", r.sweep.front().knob);
+  if (r.sweep_best) {
+    Num(w, "best_level", r.sweep[*r.sweep_best].level);
+    Num(w, "best_req_per_s", r.sweep[*r.sweep_best].summary.total.req_per_s);
+    if (const auto& speech = r.sweep[*r.sweep_best].summary.speech) Num(w, "best_rtfx", speech->rtfx);
+  }
+  Key(w, "steps");
   w.StartArray();
-  for (double e : r.histogram.edges_ms) w.Double(e);
-  w.EndArray();
-  Key(w, "counts");
-  w.StartArray();
-  for (int64_t c : r.histogram.counts) w.Int64(c);
+  for (const SweepStep& s : r.sweep) {
+    w.StartObject();
+    Num(w, "level", s.level);
+    Bool(w, "pass", s.pass);
+    Num(w, "req_per_s", s.summary.total.req_per_s);
+    Num(w, "goodput_rps", s.summary.total.goodput_rps);
+    Num(w, "audio_s_per_s", s.summary.total.audio_s_per_s);
+    Num(w, "error_rate", s.summary.total.error_rate);
+    WriteLatency(w, s.summary.total.latency);
+    if (s.summary.speech) WriteSpeech(w, *s.summary.speech);
+    if (s.summary.generation) WriteGeneration(w, *s.summary.generation);
+    Key(w, "verdicts");
+    WriteVerdicts(w, s.verdicts);
+    w.EndObject();
+  }
   w.EndArray();
   w.EndObject();
+}
+
+}  // namespace
+
+std::string ReportToJson(const Report& r) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.SetMaxDecimalPlaces(6);
+  w.StartObject();
+  Str(w, "schema", "sluice-loadtest/1");
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  Str(w, "created", when);
+  WriteConfig(w, r);
+  WriteRun(w, r.summary);
+  WriteSlo(w, r);
+  WriteCost(w, r);
+  if (r.server) WriteServer(w, *r.server);
+  WriteVerify(w, r.verify);
+  WriteTimeline(w, r.timeline);
+  WriteHistogram(w, "histogram", r.histogram);
   if (r.summary.generation) {
     WriteHistogram(w, "ttft_histogram", r.ttft_histogram);
     WriteHistogram(w, "itl_histogram", r.itl_histogram);
   }
-  if (!r.sweep.empty()) {
-    Key(w, "sweep");
-    w.StartObject();
-    Str(w, "knob", r.sweep.front().knob);
-    if (r.sweep_best) {
-      Num(w, "best_level", r.sweep[*r.sweep_best].level);
-      Num(w, "best_req_per_s", r.sweep[*r.sweep_best].summary.total.req_per_s);
-      if (const auto& speech = r.sweep[*r.sweep_best].summary.speech) Num(w, "best_rtfx", speech->rtfx);
-    }
-    Key(w, "steps");
-    w.StartArray();
-    for (const SweepStep& s : r.sweep) {
-      w.StartObject();
-      Num(w, "level", s.level);
-      Bool(w, "pass", s.pass);
-      Num(w, "req_per_s", s.summary.total.req_per_s);
-      Num(w, "goodput_rps", s.summary.total.goodput_rps);
-      Num(w, "audio_s_per_s", s.summary.total.audio_s_per_s);
-      Num(w, "error_rate", s.summary.total.error_rate);
-      WriteLatency(w, s.summary.total.latency);
-      if (s.summary.speech) WriteSpeech(w, *s.summary.speech);
-      if (s.summary.generation) WriteGeneration(w, *s.summary.generation);
-      Key(w, "verdicts");
-      WriteVerdicts(w, s.verdicts);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
+  WriteSweep(w, r);
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

@@ -30,7 +30,7 @@ std::string RunLine(const RunSummary& s) {
                          : absl::StrFormat("open loop, %.4g req/s %s%s", s.rate, s.arrival,
                                            s.arrival == "gamma" ? absl::StrFormat(" (burstiness %.3g)", s.burstiness)
                                                                 : std::string());
-  if (s.speech && s.speech->api == "riva-streaming") {
+  if (s.speech && s.speech->api == Api::kRivaStreaming) {
     mode = absl::StrFormat("Riva StreamingRecognize, %d streams, %.4g ms chunks %s", s.speech->streams,
                            s.speech->chunk_ms, s.speech->realtime ? "at real time" : "as fast as flow control allows");
   } else if (s.speech) {
@@ -49,8 +49,8 @@ std::string LatencyRow(const std::string& name, const LatencyStats& l) {
 std::string SpeechSection(const SpeechStats& s) {
   std::string out = absl::StrFormat("speech (%s): %.1f s of audio sent and transcribed, RTFx %.2f (audio seconds "
                                     "per wall second of the window)\n",
-                                    s.api, s.audio_seconds, s.rtfx);
-  if (s.api == "riva-streaming") {
+                                    ApiName(s.api), s.audio_seconds, s.rtfx);
+  if (s.api == Api::kRivaStreaming) {
     absl::StrAppend(&out, "  (a request above is one whole stream: its latency is the stream's duration)\n",
                     absl::StrFormat("  %-14s %8s %8s %8s %8s %8s %8s %8s\n", "latency ms", "count", "mean", "p50",
                                     "p90", "p95", "p99", "max"),
@@ -71,7 +71,7 @@ std::string SpeechSection(const SpeechStats& s) {
 
 // The generation API's figures: token counts, tokens/s, TTFT / ITL / TPOT / e2e, goodput, usage checks.
 std::string GenerationSection(const GenerationStats& g) {
-  std::string out = absl::StrFormat("generation (%s; prompts: %s):\n", g.api, g.prompt_source);
+  std::string out = absl::StrFormat("generation (%s; prompts: %s):\n", ApiName(g.api), g.prompt_source);
   absl::StrAppend(&out, absl::StrFormat("  tokens (%s): %d prompt (%.1f per request), %d output (%.1f per request); "
                                         "%.1f output tokens/s, %.1f prompt tokens/s\n",
                                         g.token_counts, g.prompt_tokens, g.mean_prompt_tokens, g.output_tokens,
@@ -174,7 +174,10 @@ std::string FormatVerify(const std::vector<VerifyReport>& verify) {
   return out;
 }
 
-std::string FormatReport(const Report& r) {
+namespace {
+
+// The run line, the sweep note, one line per model and the client's send lag.
+std::string HeaderLines(const Report& r) {
   std::string out;
   const RunSummary& s = r.summary;
   absl::StrAppend(&out, "sluice-loadtest ", r.target, ": ", RunLine(s), "\n");
@@ -190,6 +193,13 @@ std::string FormatReport(const Report& r) {
     absl::StrAppend(&out, absl::StrFormat("  note: the client sent up to %.1f ms late (latency counts from the "
                                           "scheduled time)\n", s.max_send_lag_ms));
   }
+  return out;
+}
+
+// The throughput and latency table: one row per model of a mix, then the total.
+std::string ThroughputTable(const Report& r) {
+  std::string out;
+  const RunSummary& s = r.summary;
   absl::StrAppend(&out, "\n", absl::StrFormat("%-14s %5s %8s %8s %6s %9s %9s %8s %8s %8s %8s %8s %9s\n", "model",
                                                "share", "requests", "ok", "errors", "req/s", "audio-s/s", "p50 ms",
                                                "p90 ms", "p95 ms", "p99 ms", "max ms", "goodput/s"));
@@ -199,15 +209,116 @@ std::string FormatReport(const Report& r) {
     }
   }
   absl::StrAppend(&out, Row(s.per_model.size() > 1 ? "total" : s.per_model.front().model, "", s.total));
-  if (!s.total.errors_by_code.empty()) {
-    std::vector<std::string> parts;
-    for (const auto& [code, n] : s.total.errors_by_code) parts.push_back(absl::StrCat(code, " ", n));
-    absl::StrAppend(&out, absl::StrFormat("errors by code: %s (error rate %.4f)\n", absl::StrJoin(parts, ", "),
-                                          s.total.error_rate));
-    for (const auto& [code, message] : s.total.first_error_by_code) {
-      absl::StrAppend(&out, "  first ", code, ": ", message.empty() ? "(no message)" : message, "\n");
+  return out;
+}
+
+// The error counts by code and each code's first message.
+std::string ErrorLines(const ThroughputStats& total) {
+  std::string out;
+  if (total.errors_by_code.empty()) return out;
+  std::vector<std::string> parts;
+  for (const auto& [code, n] : total.errors_by_code) parts.push_back(absl::StrCat(code, " ", n));
+  absl::StrAppend(&out, absl::StrFormat("errors by code: %s (error rate %.4f)\n", absl::StrJoin(parts, ", "),
+                                        total.error_rate));
+  for (const auto& [code, message] : total.first_error_by_code) {
+    absl::StrAppend(&out, "  first ", code, ": ", message.empty() ? "(no message)" : message, "\n");
+  }
+  return out;
+}
+
+// The cost line (with a price).
+std::string CostLine(const Report& r) {
+  std::string out;
+  if (!r.pricing || !r.cost) return out;
+  const Pricing& p = *r.pricing;
+  absl::StrAppend(&out, absl::StrFormat(
+      "cost (%s%.5g $/h x share %.3g%s): $%.4g for the window; $%.4g per 1k successful inferences",
+      p.preset.empty() ? std::string() : p.preset + ", ", p.hourly_usd, p.share(),
+      p.unverified ? ", UNVERIFIED price" : "", r.cost->dollars, r.cost->usd_per_1k_success));
+  if (r.cost->audio_seconds_per_dollar > 0) {
+    absl::StrAppend(&out, absl::StrFormat("; %.0f audio-seconds per $", r.cost->audio_seconds_per_dollar));
+  }
+  if (r.cost->output_tokens_per_dollar > 0) {
+    absl::StrAppend(&out, absl::StrFormat("; %.0f prompt tokens per $, %.0f output tokens per $",
+                                          r.cost->prompt_tokens_per_dollar, r.cost->output_tokens_per_dollar));
+  }
+  if (r.cost->tokens_per_dollar > 0) {
+    absl::StrAppend(&out, absl::StrFormat("; %.0f tokens per $", r.cost->tokens_per_dollar));
+  }
+  absl::StrAppend(&out, "\n");
+  return out;
+}
+
+// The server's ModelStatistics per model, and the client's mean latency minus the server's.
+std::string ServerStatisticsLines(const Report& r) {
+  std::string out;
+  const ServerMetrics& m = *r.server;
+  if (!r.sweep.empty()) absl::StrAppend(&out, "server figures span the whole sweep:\n");
+  for (const ModelServerStats& st : m.model_stats) {
+    absl::StrAppend(&out, absl::StrFormat("server %s (ModelStatistics): %d rows in %d executions (%.2f rows each); "
+                                          "per row: queue %.2f ms, compute %.2f ms, server total %.2f ms\n",
+                                          st.model, st.inferences, st.executions, st.rows_per_execution,
+                                          st.queue_ms_mean, st.compute_ms_mean, st.server_ms_mean));
+    if (st.client_minus_server_ms) {
+      absl::StrAppend(&out, absl::StrFormat("  client mean - server mean: %.2f ms (transport, serialisation, "
+                                            "client)\n",
+                                            *st.client_minus_server_ms));
     }
   }
+  return out;
+}
+
+// What the server's /metrics said over the run (or why it was not read).
+std::string ServerMetricsLines(const Report& r) {
+  std::string out;
+  const ServerMetrics& m = *r.server;
+  const RunSummary& s = r.summary;
+  if (m.metrics_scraped && s.generation) {
+    // A generation model has no dynamic batcher or length buckets: its figures are the sluice_generation_* line.
+    absl::StrAppend(&out, "server peak RSS: ",
+                    m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
+                                     : "not reported",
+                    "\n");
+    if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
+  } else if (m.metrics_scraped) {
+    absl::StrAppend(&out, "server /metrics (means over the run): queue wait ", OptMs(m.queue_ms_mean),
+                    " per request, request ", OptMs(m.server_latency_ms_mean), ", batch compute ",
+                    OptMs(m.compute_ms_mean), " per batch, batch size ",
+                    m.batch_size_mean ? absl::StrFormat("%.2f", *m.batch_size_mean) : "not reported", "\n");
+    absl::StrAppend(&out, "server peak RSS: ",
+                    m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
+                                     : "not reported",
+                    "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
+                    ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
+                    " (sums over buckets)\n");
+    for (const auto& [model, v] : m.padding_efficiency) {
+      absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
+                                            model, v));
+    }
+  } else {
+    if (!m.metrics_error.empty()) absl::StrAppend(&out, "server /metrics: not read: ", m.metrics_error, "\n");
+    if (m.peak_rss_bytes) {
+      absl::StrAppend(&out, "server peak RSS: ", FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")\n");
+    }
+  }
+  return out;
+}
+
+// The SLO verdicts (with --slo).
+std::string SloLines(const Report& r) {
+  std::string out;
+  if (!r.slo) return out;
+  absl::StrAppend(&out, "\nSLO:\n");
+  for (const Verdict& v : r.verdicts) absl::StrAppend(&out, "  ", FormatVerdict(v), "\n");
+  absl::StrAppend(&out, AllPass(r.verdicts) ? "SLO PASS\n" : "SLO FAIL\n");
+  return out;
+}
+
+}  // namespace
+
+std::string FormatReport(const Report& r) {
+  const RunSummary& s = r.summary;
+  std::string out = absl::StrCat(HeaderLines(r), ThroughputTable(r), ErrorLines(s.total));
   if (s.total.audio_seconds > 0 && !s.speech) {
     absl::StrAppend(&out, absl::StrFormat("audio: %.1f s served, RTFx %.2f (audio seconds per wall second)\n",
                                           s.total.audio_seconds, s.total.audio_s_per_s));
@@ -217,74 +328,11 @@ std::string FormatReport(const Report& r) {
   if (s.total.tokens > 0) {
     absl::StrAppend(&out, absl::StrFormat("tokens: %d served, %.1f tokens/s\n", s.total.tokens, s.total.tokens_per_s));
   }
-  if (r.pricing && r.cost) {
-    const Pricing& p = *r.pricing;
-    absl::StrAppend(&out, absl::StrFormat(
-        "cost (%s%.5g $/h x share %.3g%s): $%.4g for the window; $%.4g per 1k successful inferences",
-        p.preset.empty() ? std::string() : p.preset + ", ", p.hourly_usd, p.share(),
-        p.unverified ? ", UNVERIFIED price" : "", r.cost->dollars, r.cost->usd_per_1k_success));
-    if (r.cost->audio_seconds_per_dollar > 0) {
-      absl::StrAppend(&out, absl::StrFormat("; %.0f audio-seconds per $", r.cost->audio_seconds_per_dollar));
-    }
-    if (r.cost->output_tokens_per_dollar > 0) {
-      absl::StrAppend(&out, absl::StrFormat("; %.0f prompt tokens per $, %.0f output tokens per $",
-                                            r.cost->prompt_tokens_per_dollar, r.cost->output_tokens_per_dollar));
-    }
-    if (r.cost->tokens_per_dollar > 0) {
-      absl::StrAppend(&out, absl::StrFormat("; %.0f tokens per $", r.cost->tokens_per_dollar));
-    }
-    absl::StrAppend(&out, "\n");
-  }
-  if (r.server) {
-    const ServerMetrics& m = *r.server;
-    if (!r.sweep.empty()) absl::StrAppend(&out, "server figures span the whole sweep:\n");
-    for (const ModelServerStats& st : m.model_stats) {
-      absl::StrAppend(&out, absl::StrFormat("server %s (ModelStatistics): %d rows in %d executions (%.2f rows each); "
-                                            "per row: queue %.2f ms, compute %.2f ms, server total %.2f ms\n",
-                                            st.model, st.inferences, st.executions, st.rows_per_execution,
-                                            st.queue_ms_mean, st.compute_ms_mean, st.server_ms_mean));
-      if (st.client_minus_server_ms) {
-        absl::StrAppend(&out, absl::StrFormat("  client mean - server mean: %.2f ms (transport, serialisation, "
-                                              "client)\n",
-                                              *st.client_minus_server_ms));
-      }
-    }
-    if (m.metrics_scraped && s.generation) {
-      // A generation model has no dynamic batcher or length buckets: its figures are the sluice_generation_* line.
-      absl::StrAppend(&out, "server peak RSS: ",
-                      m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
-                                       : "not reported",
-                      "\n");
-      if (!m.generation.empty()) absl::StrAppend(&out, ServerGenerationLine(m.generation));
-    } else if (m.metrics_scraped) {
-      absl::StrAppend(&out, "server /metrics (means over the run): queue wait ", OptMs(m.queue_ms_mean),
-                      " per request, request ", OptMs(m.server_latency_ms_mean), ", batch compute ",
-                      OptMs(m.compute_ms_mean), " per batch, batch size ",
-                      m.batch_size_mean ? absl::StrFormat("%.2f", *m.batch_size_mean) : "not reported", "\n");
-      absl::StrAppend(&out, "server peak RSS: ",
-                      m.peak_rss_bytes ? absl::StrCat(FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")")
-                                       : "not reported",
-                      "; load ", m.load_seconds ? absl::StrFormat("%.2f s", *m.load_seconds) : "not reported",
-                      ", warm ", m.warm_seconds ? absl::StrFormat("%.2f s", *m.warm_seconds) : "not reported",
-                      " (sums over buckets)\n");
-      for (const auto& [model, v] : m.padding_efficiency) {
-        absl::StrAppend(&out, absl::StrFormat("server padding efficiency %s: %.3f (real / computed input steps)\n",
-                                              model, v));
-      }
-    } else {
-      if (!m.metrics_error.empty()) absl::StrAppend(&out, "server /metrics: not read: ", m.metrics_error, "\n");
-      if (m.peak_rss_bytes) {
-        absl::StrAppend(&out, "server peak RSS: ", FormatBytes(*m.peak_rss_bytes), " (", m.peak_rss_source, ")\n");
-      }
-    }
-  }
+  absl::StrAppend(&out, CostLine(r));
+  if (r.server) absl::StrAppend(&out, ServerStatisticsLines(r), ServerMetricsLines(r));
   absl::StrAppend(&out, FormatVerify(r.verify));
   if (!r.sweep.empty()) absl::StrAppend(&out, SweepTable(r));
-  if (r.slo) {
-    absl::StrAppend(&out, "\nSLO:\n");
-    for (const Verdict& v : r.verdicts) absl::StrAppend(&out, "  ", FormatVerdict(v), "\n");
-    absl::StrAppend(&out, AllPass(r.verdicts) ? "SLO PASS\n" : "SLO FAIL\n");
-  }
+  absl::StrAppend(&out, SloLines(r));
   return out;
 }
 

@@ -56,11 +56,9 @@ class TranscriptLog {
 
 }  // namespace
 
-bool IsRivaApi(const std::string& api) { return api == "riva-offline" || api == "riva-streaming"; }
-
 absl::StatusOr<std::unique_ptr<SpeechLoad>> SpeechLoad::Create(const SpeechLoadOptions& options, InferClient* control,
                                                                const Workload& workload) {
-  if (!IsRivaApi(options.api)) return absl::InvalidArgumentError(absl::StrCat("'", options.api, "' is no Riva API"));
+  if (!IsRivaApi(options.api)) return absl::InvalidArgumentError(absl::StrCat("'", ApiName(options.api), "' is no Riva API"));
   if (options.client.protocol != "grpc") {
     return absl::InvalidArgumentError("the Riva speech API is gRPC: --protocol http does not apply to it");
   }
@@ -76,14 +74,14 @@ absl::StatusOr<std::unique_ptr<SpeechLoad>> SpeechLoad::Create(const SpeechLoadO
     sample_rates[m.info.name] = m.info.sample_rate;
   }
   std::unique_ptr<SpeechLoad> load(new SpeechLoad(options, workload));
-  if (options.api == "riva-offline") {
+  if (options.api == Api::kRivaOffline) {
     load->offline_client_ = std::make_unique<RivaOfflineClient>(options.client, control, std::move(sample_rates));
   }
   return load;
 }
 
 absl::StatusOr<SpeechRun> SpeechLoad::Run(const RunOptions& run, int streams) {
-  return options_.api == "riva-offline" ? RunOffline(run) : RunStreaming(run, streams);
+  return options_.api == Api::kRivaOffline ? RunOffline(run) : RunStreaming(run, streams);
 }
 
 absl::StatusOr<SpeechRun> SpeechLoad::RunOffline(const RunOptions& run) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "loadtest/core/api.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/summary.h"
 #include "loadtest/core/workload.h"
@@ -20,7 +21,7 @@
 namespace sluice::loadtest {
 
 struct SpeechLoadOptions {
-  std::string api;  // riva-offline | riva-streaming
+  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming
   StreamingOptions streaming;
   InferClient::Options client;  // address, channels, bearer token (gRPC)
 };
@@ -29,9 +30,6 @@ struct SpeechRun {
   RunResult run;
   SpeechStats speech;
 };
-
-// True for the APIs SpeechLoad drives.
-bool IsRivaApi(const std::string& api);
 
 class SpeechLoad {
  public:

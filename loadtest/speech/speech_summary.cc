@@ -2,7 +2,7 @@
 
 namespace sluice::loadtest {
 
-SpeechStats SummarizeSpeech(const std::string& api, const RunResult& run, const std::vector<StreamOutcome>* streams,
+SpeechStats SummarizeSpeech(Api api, const RunResult& run, const std::vector<StreamOutcome>* streams,
                             const absl::flat_hash_map<uint64_t, std::string>& transcripts, const Workload& workload) {
   SpeechStats stats;
   stats.api = api;

@@ -20,7 +20,7 @@ namespace sluice::loadtest {
 
 // `streams`: riva-streaming's outcomes, aligned with run.records (null for riva-offline). `transcripts`: the
 // final transcript by request index (only those with a reference are needed).
-SpeechStats SummarizeSpeech(const std::string& api, const RunResult& run, const std::vector<StreamOutcome>* streams,
+SpeechStats SummarizeSpeech(Api api, const RunResult& run, const std::vector<StreamOutcome>* streams,
                             const absl::flat_hash_map<uint64_t, std::string>& transcripts, const Workload& workload);
 
 }  // namespace sluice::loadtest
