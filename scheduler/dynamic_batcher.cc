@@ -9,11 +9,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "backend/base/sync.h"
 #include "scheduler/batch_assembly.h"
 #include "scheduler/bucket_queue.h"
 #include "scheduler/bucket_table.h"
 #include "scheduler/enqueue_check.h"
+#include "backend/base/sync.h"
 
 namespace sluice {
 namespace {
