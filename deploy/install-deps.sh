@@ -29,7 +29,7 @@ PACKAGES=(
   # generation models: the tokenizer (SentencePiece, C++) and its Python side (llama_tiny's tokenizer is trained at
   # export time; the Python checks decode with it)
   libsentencepiece-dev python3-sentencepiece
-  # loadtest/reliability.sh: gRPC clients that cancel, disconnect or stall mid-request (loadtest/tools/)
+  # loadtest/bench/reliability.sh: gRPC clients that cancel, disconnect or stall mid-request (loadtest/tools/)
   python3-grpcio
 )
 

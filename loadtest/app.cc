@@ -11,16 +11,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "loadtest/generation_app.h"
-#include "loadtest/generation_load.h"
-#include "loadtest/infer_client.h"
-#include "loadtest/padding_plan.h"
-#include "loadtest/plot_svg.h"
-#include "loadtest/report.h"
-#include "loadtest/report_json.h"
-#include "loadtest/report_table.h"
-#include "loadtest/server_monitor.h"
-#include "loadtest/speech_load.h"
+#include "loadtest/core/api_driver.h"
+#include "loadtest/core/padding_plan.h"
+#include "loadtest/generation/generation_driver.h"
+#include "loadtest/kserve/infer_client.h"
+#include "loadtest/kserve/kserve_driver.h"
+#include "loadtest/monitor/server_monitor.h"
+#include "loadtest/report/plot_svg.h"
+#include "loadtest/report/report.h"
+#include "loadtest/report/report_json.h"
+#include "loadtest/report/report_table.h"
+#include "loadtest/speech/speech_driver.h"
 #include "spdlog/spdlog.h"
 
 namespace sluice::loadtest {
@@ -75,6 +76,21 @@ absl::StatusOr<Pricing> ResolvePricing(const AppOptions& o) {
   return pricing;
 }
 
+// The driver of `api`: the one place that asks which API the run speaks.
+std::unique_ptr<ApiDriver> MakeApiDriver(Api api) {
+  switch (api) {
+    case Api::kKServe:
+      return MakeKServeDriver();
+    case Api::kRivaOffline:
+    case Api::kRivaStreaming:
+      return MakeSpeechDriver(api);
+    case Api::kOpenAi:
+    case Api::kTritonStream:
+      return MakeGenerationDriver(api);
+  }
+  return nullptr;
+}
+
 // RunApp's steps, in order. A step that fails prints why on stderr, sets exit_code_ and returns false; the
 // checks (--verify, SLO verdicts, a sweep without a passing step) set kExitCheckFailed and go on.
 // Thread-safety: one App runs on its caller's thread.
@@ -87,7 +103,7 @@ class App {
 
   int Run() {
     if (!CheckModes() || !ParseTraffic() || !LoadSloAndPricing() || !ConnectClient() || !DescribeModels() ||
-        !VerifyModels() || !BuildWorkload() || !PrepareSpeech() || !PrepareGeneration()) {
+        !VerifyModels() || !BuildWorkload() || !PrepareApi()) {
       return exit_code_;
     }
     if (options_.dry_run) {
@@ -120,28 +136,7 @@ class App {
     if (options_.run.concurrency > 0 && options_.run.rate > 0) {
       return Fail(kExitUsage, "--concurrency (closed loop) and --rate (open loop) exclude each other");
     }
-    const bool streaming = options_.api == "riva-streaming";
-    if (streaming && (options_.run.concurrency > 0 || options_.run.rate > 0)) {
-      return Fail(kExitUsage, "--api riva-streaming runs --streams N concurrent streams, not --concurrency or --rate");
-    }
-    if (!streaming && options_.streaming.streams > 0) {
-      return Fail(kExitUsage, "--streams is for --api riva-streaming (use --concurrency or --rate)");
-    }
-    if (streaming != (options_.sweep.knob == "streams") && !options_.sweep.knob.empty()) {
-      return Fail(kExitUsage, streaming ? "--api riva-streaming sweeps --sweep streams"
-                                        : "--sweep streams is for --api riva-streaming");
-    }
-    if (options_.api == "openai") options_.protocol = "http";  // the OpenAI API is HTTP (SSE)
-    if (IsRivaApi(options_.api) && options_.protocol != "grpc") {
-      return Fail(kExitUsage, "the Riva speech API is gRPC: --protocol http does not apply to it");
-    }
-    if (options_.api == "triton-stream" && options_.protocol != "grpc") {
-      return Fail(kExitUsage, "--api triton-stream is Triton's ModelStreamInfer, a gRPC stream: --protocol http does "
-                              "not apply to it (use --protocol grpc and the server's gRPC address, e.g. -u host:8001)");
-    }
-    if (options_.api == "triton-stream" && options_.generation.chat) {
-      return Fail(kExitUsage, "--chat is for --api openai (ModelStreamInfer has no chat messages)");
-    }
+    if (absl::Status s = driver_->CheckOptions(options_); !s.ok()) return Fail(kExitUsage, s.message());
     if (options_.verify && options_.model_repository.empty()) {
       return Fail(kExitUsage, "--verify needs --model-repository (where each model's reference.pt lies)");
     }
@@ -222,10 +217,7 @@ class App {
   }
 
   bool DescribeModel(const ModelShare& share) {
-    absl::StatusOr<ModelInfo> info =
-        IsGenerationApi(options_.api)
-            ? GenerationModelInfo(options_.api, client_->options(), share.model, options_.max_length)
-            : FetchModelInfo(*client_, share.model, options_.model_repository, options_.max_length);
+    absl::StatusOr<ModelInfo> info = driver_->Describe(*client_, share.model, options_);
     if (!info.ok()) return Fail(kExitServer, absl::StrCat("model ", share.model, ": ", info.status().message()));
     std::string spec = LengthSpecFor(share.model, *info);
     absl::StatusOr<std::unique_ptr<LengthProfile>> profile =
@@ -257,19 +249,8 @@ class App {
 
   bool VerifyModels() {
     if (!options_.verify) return true;
-    if (IsGenerationApi(options_.api)) {
-      for (const WorkloadModel& m : models_) {
-        absl::StatusOr<VerifyReport> v = VerifyGeneration(options_.api, client_->options(), m.info.name,
-                                                          options_.model_repository, options_.run.timeout_ms);
-        if (!v.ok()) return Fail(kExitUsage, absl::StrCat("verify ", m.info.name, ": ", v.status().message()));
-        if (!v->ok()) exit_code_ = kExitCheckFailed;
-        report_.verify.push_back(*std::move(v));
-      }
-      return true;
-    }
     for (const WorkloadModel& m : models_) {
-      absl::StatusOr<VerifyReport> v =
-          VerifyModel(*client_, m.info, options_.model_repository, options_.tolerance, options_.run.timeout_ms);
+      absl::StatusOr<VerifyReport> v = driver_->Verify(*client_, m.info, options_);
       if (!v.ok()) return Fail(kExitUsage, absl::StrCat("verify ", m.info.name, ": ", v.status().message()));
       if (!v->ok()) exit_code_ = kExitCheckFailed;
       report_.verify.push_back(*std::move(v));
@@ -304,78 +285,20 @@ class App {
     return true;
   }
 
-  // The Riva APIs: the models must be served over them (the server says so before any load).
-  bool PrepareSpeech() {
+  // The API's own preparation (the server serves the models over it; the generation plan and client).
+  bool PrepareApi() {
     report_.api = options_.api;
-    if (!IsRivaApi(options_.api) || options_.dry_run || !load_) return true;
-    SpeechLoadOptions speech;
-    speech.api = options_.api;
-    speech.streaming = options_.streaming;
-    speech.client = client_->options();
-    absl::StatusOr<std::unique_ptr<SpeechLoad>> load = SpeechLoad::Create(speech, client_.get(), *workload_);
-    if (!load.ok()) {
-      return Fail(absl::IsFailedPrecondition(load.status()) ? kExitServer : kExitUsage, load.status().message());
+    if (options_.dry_run || !load_) return true;
+    if (absl::Status s = driver_->Prepare(*client_, options_, *workload_, slo_, vocab_); !s.ok()) {
+      return Fail(absl::IsFailedPrecondition(s) ? kExitServer : kExitUsage, s.message());
     }
-    speech_ = *std::move(load);
     return true;
   }
 
-  // The generation APIs: the plan (real-text prompts when the model's tokenizer is at hand: token ids for openai,
-  // text sized by the tokenizer for triton-stream) and the client.
-  bool PrepareGeneration() {
-    if (!IsGenerationApi(options_.api) || options_.dry_run || !load_) return true;
-    GenerationPlanOptions plan = options_.generation;
-    plan.model = model_names_.front();
-    plan.seed = options_.seed;
-    plan.synthetic_vocab = vocab_;
-    plan.context_length = workload_->models().front().info.context_length;
-    if (options_.api == "triton-stream") {
-      plan.text_prompts = true;
-      absl::StatusOr<std::shared_ptr<const PromptTokenCounter>> counter =
-          LoadPromptTokenCounter(options_.tokenizer_path, options_.model_repository, plan.model);
-      if (!counter.ok()) return Fail(kExitUsage, counter.status().message());
-      plan.counter = *std::move(counter);
-    } else {
-      absl::StatusOr<std::vector<int32_t>> corpus =
-          RealTextIds(options_.tokenizer_path, options_.model_repository, plan.model);
-      if (!corpus.ok()) return Fail(kExitUsage, corpus.status().message());
-      plan.corpus_ids = *std::move(corpus);
-    }
-    absl::StatusOr<std::unique_ptr<GenerationLoad>> load =
-        GenerationLoad::Create(options_.api, client_->options(), plan, *workload_);
-    if (!load.ok()) {
-      return Fail(absl::IsFailedPrecondition(load.status()) ? kExitServer : kExitUsage, load.status().message());
-    }
-    generation_ = *std::move(load);
-    return true;
-  }
-
-  // One run of whichever API, summarised; `streams` > 0 replaces --streams (a sweep step).
+  // One run of the API, summarised; `streams` > 0 replaces --streams (a sweep step).
   absl::StatusOr<RunSummary> RunAndSummarize(const RunOptions& options, RunResult& run, int streams = 0) {
-    if (generation_) {
-      absl::StatusOr<GenerationRun> result = generation_->Run(options, slo_);
-      if (!result.ok()) return result.status();
-      run = std::move(result->run);
-      RunSummary summary = SummarizeRun(run, options.burstiness);
-      summary.total.good = summary.per_model.front().good = result->stats.good;
-      summary.total.goodput_rps = summary.per_model.front().goodput_rps = result->stats.goodput_rps;
-      summary.generation = std::move(result->stats);
-      report_.ttft_histogram = LogHistogram(std::move(result->samples.ttft_ms), 40);
-      report_.itl_histogram = LogHistogram(std::move(result->samples.itl_ms), 40);
-      return summary;
-    }
-    if (!speech_) {
-      absl::StatusOr<RunResult> result = RunLoad(options, *workload_, *client_);
-      if (!result.ok()) return result.status();
-      run = *std::move(result);
-      return SummarizeRun(run, options.burstiness);
-    }
-    absl::StatusOr<SpeechRun> result = speech_->Run(options, streams);
-    if (!result.ok()) return result.status();
-    run = std::move(result->run);
-    RunSummary summary = SummarizeRun(run, options.burstiness);
-    summary.speech = std::move(result->speech);
-    return summary;
+    auto summarize = [this](const RunResult& r, double burstiness) { return SummarizeRun(r, burstiness); };
+    return driver_->Run(options, streams, summarize, run, report_);
   }
 
   // --dry-run: the padding plan of the drawn requests, on stdout and optionally as JSON.
@@ -398,7 +321,7 @@ class App {
   // Runs the load (or the sweep) between the server monitor's Begin and End, then fills in the server's
   // figures, the timeline, the histogram, the SLO verdicts and the cost.
   bool MeasureUnderLoad() {
-    ServerMonitor monitor(MonitorOptions(), generation_ ? nullptr : client_.get());
+    ServerMonitor monitor(MonitorOptions(), driver_->reads_server_statistics() ? client_.get() : nullptr);
     // The server's "before" snapshot is taken when warm-up ends, on the sending thread just before the first
     // measured request (a few ms; open-loop latency counts from the scheduled time anyway); for a sweep, before
     // its first step.
@@ -486,10 +409,10 @@ class App {
     return true;
   }
 
-  // Per model (single KServe runs only: a Riva call is several windows, a stream many): the client's mean
-  // latency minus the server's.
+  // Per model (single runs of an API whose call is one server inference): the client's mean latency minus the
+  // server's.
   void AddClientMinusServerTimes() {
-    if (!options_.sweep.knob.empty() || speech_ || generation_) return;
+    if (!options_.sweep.knob.empty() || !driver_->compares_server_latency()) return;
     for (ModelServerStats& st : report_.server->model_stats) {
       for (const ThroughputStats& m : report_.summary.per_model) {
         if (m.model == st.model && m.latency.count > 0 && st.inferences > 0) {
@@ -535,8 +458,8 @@ class App {
   std::vector<std::string> model_names_;
   std::unique_ptr<Workload> workload_;
   int64_t vocab_ = 8192;  // token ids are drawn from [1, vocab_)
-  std::unique_ptr<SpeechLoad> speech_;  // the Riva APIs
-  std::unique_ptr<GenerationLoad> generation_;  // --api openai | triton-stream
+  // --api's, the one API-specific part of the run; after client_ and workload_, which it refers to once prepared.
+  const std::unique_ptr<ApiDriver> driver_ = MakeApiDriver(options_.api);
   Report report_;
 };
 

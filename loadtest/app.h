@@ -4,70 +4,15 @@
 // and prints the traffic's padding plan.
 // Exit codes: 0 done (and every check passed), 1 an SLO verdict, a sweep or --verify failed, 2 bad arguments or
 // config files, 3 the server could not be used (also: a load in which no measured request succeeded).
+// The API is chosen once: app.cc makes its ApiDriver (core/api_driver.h) and asks it at every API-specific step.
 // Thread-safety: RunApp blocks its calling thread.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "loadtest/generation_plan.h"
-#include "loadtest/runner.h"
-#include "loadtest/stream_runner.h"
-#include "loadtest/sweep.h"
+#include "loadtest/core/app_options.h"
 
 namespace sluice::loadtest {
 
 inline constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitServer = 3;
-
-struct AppOptions {
-  // Target.
-  // kserve | riva-offline (Recognize) | riva-streaming (StreamingRecognize) | openai (streamed completions over
-  // HTTP) | triton-stream (generation over Triton's ModelStreamInfer, gRPC)
-  std::string api = "kserve";
-  std::string protocol = "grpc";  // grpc | http (KServe v2 REST with binary tensor data)
-  std::string address;            // host:port; empty: localhost:8001 (gRPC) or localhost:8000 (HTTP)
-  int channels = 1;
-  std::string bearer_token;
-  std::string metrics_url = "auto";  // "auto": HTTP: the same address; gRPC: HOST:8000 when the port is 8001
-  double scrape_interval_s = 1.0;
-  int server_pid = 0;
-
-  // Workload.
-  std::string model_mix;
-  std::vector<std::string> lengths;  // "SPEC" for every model or "MODEL=SPEC"
-  int64_t max_length = 0;
-  uint64_t seed = 1;
-  int64_t vocab = 0;  // 0: the server's vocab_size (--api openai), else 8192
-  std::string model_repository;
-  std::string audio_dir;  // recordings for the speech models (libsndfile), instead of generated noise
-
-  // Load (RunOptions without the per-run fields) and checks.
-  RunOptions run;
-  StreamingOptions streaming;  // riva-streaming: streams, chunk length, pacing
-  GenerationPlanOptions generation;  // openai, triton-stream: output lengths, prompt file, ignore_eos, sampling (model
-                                     // and seed are filled in); prompt lengths are the --lengths spec (default
-                                     // fixed:128)
-  std::string tokenizer_path;  // openai, triton-stream: SentencePiece model for real-text prompts (default: the
-                               // repository's); triton-stream needs one (or a prompt file)
-  std::string arrival = "poisson";
-  std::string slo_path;
-  bool verify = false;
-  double tolerance = 1e-4;
-
-  // Cost.
-  std::string pricing_path, preset;
-  double hourly_usd = 0;
-  int accelerators = 0, accelerators_used = 0;
-
-  // Sweep.
-  SweepOptions sweep;  // knob empty: no sweep
-
-  // Output.
-  std::string json_path, svg_path;
-  bool dry_run = false;  // send nothing: print the padding plan of run.requests (default 1000) drawn requests
-
-};
 
 int RunApp(AppOptions options);
 

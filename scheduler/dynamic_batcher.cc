@@ -341,7 +341,7 @@ class DynamicBatcher final : public Scheduler {
       // instance takes its next batch the moment its backend returns, without a hop through this thread. Only
       // when the batch that goes next anyway (oldest due work first) is whole: a partial one is better left to
       // grow until an instance is free, and whole batches of a busy bucket must not overtake older partial
-      // ones (that starved long, rarely full buckets: p99 doubled in loadtest/accel_bench.sh).
+      // ones (that starved long, rarely full buckets: p99 doubled in loadtest/bench/accel_bench.sh).
       while (!FreeSlotLocked() && prepared_.size() < static_cast<size_t>(in_rotation_)) {
         std::optional<size_t> bucket = PickBucketLocked(now);
         if (!bucket || static_cast<int>(queues_[*bucket].size()) < EfficientBatchSizeLocked(*bucket)) break;

@@ -58,7 +58,10 @@ std::vector<int64_t> PowersOfTwo(int64_t max_length, int count, int64_t unit) {
   return lengths;
 }
 
-absl::StatusOr<Advice> Advise(AdvisorInput input) {
+namespace {
+
+// The observed lengths as merged counts, each length over --max-length counted at it (`clipped`: how many were).
+absl::StatusOr<std::vector<LengthCount>> ObservedCounts(AdvisorInput& input, int64_t& clipped) {
   if (input.lengths.empty() && input.counted.empty()) return absl::InvalidArgumentError("no observed lengths");
   if (input.batch_size < 1 || input.max_buckets < 1 || input.multiple_of < 1 || input.max_candidates < 1) {
     return absl::InvalidArgumentError("batch size, max buckets, multiple-of and max candidates must be >= 1");
@@ -71,7 +74,7 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
     if (c.length < 1) return absl::InvalidArgumentError("lengths must be positive");
     if (c.count < 0) return absl::InvalidArgumentError("request counts must not be negative");
   }
-  int64_t clipped = 0;
+  clipped = 0;
   if (input.clip_to > 0) {
     for (LengthCount& c : counts) {
       if (c.length > input.clip_to) {
@@ -80,19 +83,13 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
       }
     }
   }
-  const std::vector<LengthCount> sorted = MergeLengthCounts(std::move(counts));
+  std::vector<LengthCount> sorted = MergeLengthCounts(std::move(counts));
   if (sorted.empty()) return absl::InvalidArgumentError("no observed requests (every count is 0)");
+  return sorted;
+}
 
-  Advice advice;
-  advice.notes = std::move(input.lengths_notes);
-  input.lengths_notes.clear();
-  for (const LengthCount& c : sorted) advice.requests += c.count;
-  advice.max_length = sorted.back().length;
-  const Candidates candidates = BuildCandidates(sorted, input.multiple_of, input.max_candidates);
-  advice.distinct_lengths = candidates.distinct_lengths;
-  advice.candidates = static_cast<int64_t>(candidates.lengths.size());
-  advice.candidates_merged = candidates.merged;
-
+// The cut-point problem over the candidates: each candidate's requests and cost per request (finite, >= 0).
+absl::StatusOr<BucketProblem> MakeProblem(const AdvisorInput& input, const Candidates& candidates, int64_t requests) {
   BucketProblem problem;
   problem.requests = candidates.requests;
   for (int64_t l : candidates.lengths) problem.cost_per_request.push_back(input.cost.RequestSeconds(input.batch_size, l));
@@ -106,15 +103,12 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
     }
   }
   problem.max_buckets = input.max_buckets;
-  problem.per_bucket_penalty = input.per_bucket_penalty * static_cast<double>(advice.requests);
-  absl::StatusOr<BucketSolution> solution = SolveBuckets(problem);
-  if (!solution.ok()) {  // e.g. a given cost model that is negative somewhere: name it and where it came from
-    return absl::Status(solution.status().code(),
-                        absl::StrCat("cost model ", input.cost.ToString(), " (", input.cost_source, "), B = ",
-                                     input.batch_size, ": ", solution.status().message()));
-  }
-  for (size_t i : solution->chosen) advice.bucket_lengths.push_back(candidates.lengths[i]);
+  problem.per_bucket_penalty = input.per_bucket_penalty * static_cast<double>(requests);
+  return problem;
+}
 
+// The notes on how the advice was reached: clipped lengths, merged candidates, a cost model that is not increasing.
+void AddSolutionNotes(const AdvisorInput& input, const Candidates& candidates, int64_t clipped, Advice& advice) {
   if (clipped > 0) {
     advice.notes.push_back(absl::StrFormat("%d of %d lengths were longer than %d and count as %d (--max-length)",
                                            clipped, advice.requests, input.clip_to, input.clip_to));
@@ -130,12 +124,21 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
                                         ") is not positive and increasing over the observed lengths: the advice "
                                         "follows it, but check the timings"));
   }
-  for (int64_t& c : input.current) {
+}
+
+// The current bucket lengths sorted and distinct; InvalidArgument when one is not positive.
+absl::Status NormalizeCurrent(std::vector<int64_t>& current) {
+  for (int64_t c : current) {
     if (c < 1) return absl::InvalidArgumentError("current bucket lengths must be positive");
   }
-  std::sort(input.current.begin(), input.current.end());
-  input.current.erase(std::unique(input.current.begin(), input.current.end()), input.current.end());
+  std::sort(current.begin(), current.end());
+  current.erase(std::unique(current.begin(), current.end()), current.end());
+  return absl::OkStatus();
+}
 
+// The advised plan and the ones it is compared with: current (if given), powers of two, pad-to-max.
+void AddPlans(const AdvisorInput& input, const std::vector<LengthCount>& sorted, const Candidates& candidates,
+              Advice& advice) {
   const int per_length = input.batch_sizes.empty() ? 1 : static_cast<int>(input.batch_sizes.size());
   const auto evaluate = [&](const std::string& name, const std::vector<int64_t>& lengths) {
     return EvaluatePlan(name, lengths, sorted, input.cost, input.batch_size, per_length);
@@ -160,6 +163,37 @@ absl::StatusOr<Advice> Advise(AdvisorInput input) {
                                         " lengths fit between the unit ", unit, " and the largest"));
   }
   advice.plans.push_back(evaluate("pad-to-max", {candidates.lengths.back()}));  // the max, rounded up
+}
+
+}  // namespace
+
+absl::StatusOr<Advice> Advise(AdvisorInput input) {
+  int64_t clipped = 0;
+  absl::StatusOr<std::vector<LengthCount>> sorted = ObservedCounts(input, clipped);
+  if (!sorted.ok()) return sorted.status();
+
+  Advice advice;
+  advice.notes = std::move(input.lengths_notes);
+  input.lengths_notes.clear();
+  for (const LengthCount& c : *sorted) advice.requests += c.count;
+  advice.max_length = sorted->back().length;
+  const Candidates candidates = BuildCandidates(*sorted, input.multiple_of, input.max_candidates);
+  advice.distinct_lengths = candidates.distinct_lengths;
+  advice.candidates = static_cast<int64_t>(candidates.lengths.size());
+  advice.candidates_merged = candidates.merged;
+
+  absl::StatusOr<BucketProblem> problem = MakeProblem(input, candidates, advice.requests);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<BucketSolution> solution = SolveBuckets(*problem);
+  if (!solution.ok()) {  // e.g. a given cost model that is negative somewhere: name it and where it came from
+    return absl::Status(solution.status().code(),
+                        absl::StrCat("cost model ", input.cost.ToString(), " (", input.cost_source, "), B = ",
+                                     input.batch_size, ": ", solution.status().message()));
+  }
+  for (size_t i : solution->chosen) advice.bucket_lengths.push_back(candidates.lengths[i]);
+  AddSolutionNotes(input, candidates, clipped, advice);
+  if (absl::Status s = NormalizeCurrent(input.current); !s.ok()) return s;
+  AddPlans(input, *sorted, candidates, advice);
   advice.input = std::move(input);
   return advice;
 }

@@ -21,7 +21,7 @@
 #include "loadtest/advisor/cost_model.h"
 #include "loadtest/advisor/metrics_lengths.h"
 #include "loadtest/advisor/observed_lengths.h"
-#include "loadtest/prometheus_text.h"
+#include "loadtest/monitor/prometheus_text.h"
 
 namespace sluice::advisor {
 namespace {

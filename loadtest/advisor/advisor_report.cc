@@ -85,13 +85,13 @@ std::string FormatAdvice(const Advice& a) {
   return out;
 }
 
-std::string AdviceToJson(const Advice& a) {
+namespace {
+
+using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+// What the advice was computed from: the observed lengths, the batch sizes, the limits and the cost model.
+void WriteAdviceInputs(Writer& w, const Advice& a) {
   const AdvisorInput& in = a.input;
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("sluice-advisor/1");
   w.Key("requests");
   w.Int64(a.requests);
   w.Key("lengths_source");
@@ -133,6 +133,60 @@ std::string AdviceToJson(const Advice& a) {
   w.Key("source");
   w.String(in.cost_source.c_str());
   w.EndObject();
+}
+
+// One plan's figures; `advised`: the advised plan's seconds per request (0: none).
+void WritePlan(Writer& w, const PlanRow& p, double advised) {
+  w.StartObject();
+  w.Key("name");
+  w.String(p.name.c_str());
+  w.Key("lengths");
+  WriteInt64Array(w, p.lengths);
+  w.Key("buckets");
+  w.Int64(static_cast<int64_t>(p.lengths.size()));
+  w.Key("graphs");
+  w.Int(p.graphs);
+  w.Key("requests");
+  w.Int64(p.requests);
+  w.Key("refused");
+  w.Int64(p.refused);
+  w.Key("real_steps");
+  w.Double(p.real_steps);
+  w.Key("padded_steps");
+  w.Double(p.padded_steps);
+  w.Key("padding_efficiency");
+  w.Double(p.efficiency());
+  w.Key("seconds_per_request");
+  w.Double(p.seconds_per_request);
+  w.Key("throughput_rps");
+  w.Double(p.throughput_rps());
+  w.Key("vs_advised_compute");
+  w.Double(advised > 0 ? p.seconds_per_request / advised : 0.0);
+  w.Key("per_bucket");
+  w.StartArray();
+  for (const BucketFill& b : p.buckets) {
+    w.StartObject();
+    w.Key("length");
+    w.Int64(b.length);
+    w.Key("requests");
+    w.Int64(b.requests);
+    w.Key("real_steps");
+    w.Double(b.real_steps);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string AdviceToJson(const Advice& a) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("sluice-advisor/1");
+  WriteAdviceInputs(w, a);
   w.Key("bucket_lengths");
   WriteInt64Array(w, a.bucket_lengths);
   w.Key("config_line");
@@ -140,47 +194,7 @@ std::string AdviceToJson(const Advice& a) {
   w.Key("plans");
   w.StartArray();
   const double advised = a.plans.front().seconds_per_request;
-  for (const PlanRow& p : a.plans) {
-    w.StartObject();
-    w.Key("name");
-    w.String(p.name.c_str());
-    w.Key("lengths");
-    WriteInt64Array(w, p.lengths);
-    w.Key("buckets");
-    w.Int64(static_cast<int64_t>(p.lengths.size()));
-    w.Key("graphs");
-    w.Int(p.graphs);
-    w.Key("requests");
-    w.Int64(p.requests);
-    w.Key("refused");
-    w.Int64(p.refused);
-    w.Key("real_steps");
-    w.Double(p.real_steps);
-    w.Key("padded_steps");
-    w.Double(p.padded_steps);
-    w.Key("padding_efficiency");
-    w.Double(p.efficiency());
-    w.Key("seconds_per_request");
-    w.Double(p.seconds_per_request);
-    w.Key("throughput_rps");
-    w.Double(p.throughput_rps());
-    w.Key("vs_advised_compute");
-    w.Double(advised > 0 ? p.seconds_per_request / advised : 0.0);
-    w.Key("per_bucket");
-    w.StartArray();
-    for (const BucketFill& b : p.buckets) {
-      w.StartObject();
-      w.Key("length");
-      w.Int64(b.length);
-      w.Key("requests");
-      w.Int64(b.requests);
-      w.Key("real_steps");
-      w.Double(b.real_steps);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
+  for (const PlanRow& p : a.plans) WritePlan(w, p, advised);
   w.EndArray();
   w.Key("notes");
   w.StartArray();

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "loadtest/advisor/observed_lengths.h"
-#include "loadtest/prometheus_text.h"
+#include "loadtest/monitor/prometheus_text.h"
 
 namespace sluice::advisor {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Clients for loadtest/reliability.sh (issue 14's reliability figures), against a running sluice-server on 127.0.0.1.
+"""Clients for loadtest/bench/reliability.sh (issue 14's reliability figures), against a running sluice-server on 127.0.0.1.
 Debian's python3: the standard library, python3-yaml (the model's config) and python3-grpcio (gRPC clients; requests
 are encoded by hand, so no generated stubs). Every client is bounded in count and time.
 

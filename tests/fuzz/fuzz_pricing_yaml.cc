@@ -1,5 +1,5 @@
 // Fuzzes the pricing YAML (deploy/pricing.yaml's format) through both of its entry points: sluice-loadtest's
-// LoadPricingPreset (loadtest/pricing.h) and the server's ParseCostConfig (backend/base/cost.h, `cost: {preset,
+// LoadPricingPreset (loadtest/report/pricing.h) and the server's ParseCostConfig (backend/base/cost.h, `cost: {preset,
 // pricing_file}`), both for preset `fuzz.large`; both read it with sluice::LoadPricingPreset, so they must agree:
 // one accepts exactly what the other accepts, with the same price. Each input is written to a scratch file.
 // An accepted preset is then used: ComputeCost on a populated run summary, CostMeter's share and dollars.
@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "backend/base/cost.h"
 #include "backend/base/yaml_node.h"
-#include "loadtest/pricing.h"
+#include "loadtest/report/pricing.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace sluice::fuzz {

@@ -1,4 +1,4 @@
-// Fuzzes sluice-loadtest's SLO YAML (loadtest/slo.h) through its string entry point ParseSlo, then evaluates an
+// Fuzzes sluice-loadtest's SLO YAML (loadtest/core/slo.h) through its string entry point ParseSlo, then evaluates an
 // accepted SLO against an empty and a populated run summary and formats every verdict, as the report does.
 // Asserts beyond "no crash, no ASan/UBSan report": every objective of an accepted SLO is a non-negative number
 // (never NaN), max_error_rate is a fraction in [0, 1], latency keys are the documented ones, empty() agrees with
@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "loadtest/slo.h"
+#include "loadtest/core/slo.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace sluice::loadtest {

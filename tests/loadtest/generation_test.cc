@@ -9,13 +9,13 @@
 #include <fstream>
 #include <set>
 
-#include "loadtest/generation_plan.h"
-#include "loadtest/generation_summary.h"
-#include "loadtest/infer_client.h"
-#include "loadtest/openai_stream.h"
-#include "loadtest/prometheus_text.h"
-#include "loadtest/server_monitor.h"
-#include "loadtest/slo.h"
+#include "loadtest/core/slo.h"
+#include "loadtest/generation/generation_plan.h"
+#include "loadtest/generation/generation_summary.h"
+#include "loadtest/generation/openai_stream.h"
+#include "loadtest/kserve/infer_client.h"
+#include "loadtest/monitor/prometheus_text.h"
+#include "loadtest/monitor/server_monitor.h"
 
 namespace sluice::loadtest {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "backend/base/status_mapping.h"
-#include "loadtest/kserve_http.h"
+#include "loadtest/kserve/kserve_http.h"
 
 namespace sluice::loadtest {
 namespace {

@@ -10,20 +10,20 @@
 #include <filesystem>
 #include <fstream>
 
-#include "loadtest/compare.h"
-#include "loadtest/output_compare.h"
-#include "loadtest/plot_svg.h"
-#include "loadtest/pricing.h"
 #include "backend/base/cost.h"
 #include "backend/base/yaml_node.h"
+#include "loadtest/core/slo.h"
+#include "loadtest/core/summary.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/kserve/output_compare.h"
+#include "loadtest/monitor/prometheus_text.h"
+#include "loadtest/monitor/server_monitor.h"
+#include "loadtest/report/compare.h"
+#include "loadtest/report/plot_svg.h"
+#include "loadtest/report/pricing.h"
+#include "loadtest/report/report_json.h"
+#include "loadtest/report/report_table.h"
 #include "yaml-cpp/yaml.h"
-#include "loadtest/prometheus_text.h"
-#include "loadtest/report_json.h"
-#include "loadtest/report_table.h"
-#include "loadtest/server_monitor.h"
-#include "loadtest/slo.h"
-#include "loadtest/summary.h"
-#include "loadtest/sweep.h"
 
 namespace sluice::loadtest {
 namespace {

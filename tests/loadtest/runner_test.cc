@@ -1,6 +1,6 @@
 // Unit tests of RunLoad against a fake client (no server): what a closed and an open loop send, which requests
 // count as measured, and the open loop's drops once max_outstanding calls are in flight.
-#include "loadtest/runner.h"
+#include "loadtest/core/runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "backend/base/sync.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -26,21 +26,21 @@ class FakeInferClient final : public InferClient {
       done(grpc::Status::OK, inference::ModelInferResponse());
       return;
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     held_.push_back(std::move(done));
   }
   void CancelAll() override {}
   bool WaitIdle(absl::Duration timeout) override {
     std::vector<Done> held;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       held.swap(held_);
     }
     for (Done& done : held) done(grpc::Status::OK, inference::ModelInferResponse());
     return true;
   }
   int64_t in_flight() const override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return static_cast<int64_t>(held_.size());
   }
   grpc::Status ModelMetadata(const std::string&, inference::ModelMetadataResponse*) override {
@@ -55,7 +55,7 @@ class FakeInferClient final : public InferClient {
 
  private:
   const bool hold_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<Done> held_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -18,9 +18,9 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
-#include "loadtest/audio_folder.h"
-#include "loadtest/speech_audio.h"
-#include "loadtest/wer.h"
+#include "loadtest/speech/audio_folder.h"
+#include "loadtest/speech/speech_audio.h"
+#include "loadtest/speech/wer.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 #include "tests/server/server_process.h"
 

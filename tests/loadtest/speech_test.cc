@@ -14,15 +14,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "loadtest/audio_folder.h"
-#include "loadtest/report_json.h"
-#include "loadtest/report_table.h"
-#include "loadtest/slo.h"
-#include "loadtest/speech_audio.h"
-#include "loadtest/speech_summary.h"
-#include "loadtest/sweep.h"
-#include "loadtest/wer.h"
-#include "loadtest/workload.h"
+#include "loadtest/core/slo.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/core/workload.h"
+#include "loadtest/report/report_json.h"
+#include "loadtest/report/report_table.h"
+#include "loadtest/speech/audio_folder.h"
+#include "loadtest/speech/speech_audio.h"
+#include "loadtest/speech/speech_summary.h"
+#include "loadtest/speech/wer.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -285,7 +285,7 @@ TEST(SpeechSummaryTest, RtfxChunkLatenciesAndCorpusWer) {
   ASSERT_GE(with_reference, 2) << "the seed should draw clip 0 at least twice among requests 1-10";
   run.measure_start_s = 2;
   run.measure_end_s = 12;
-  const SpeechStats stats = SummarizeSpeech("riva-streaming", run, &streams, transcripts, *workload);
+  const SpeechStats stats = SummarizeSpeech(Api::kRivaStreaming, run, &streams, transcripts, *workload);
   // Requests 1-10 succeed and are measured (0 is warm-up, 11 failed).
   double audio_s = 0;
   for (uint64_t i = 1; i <= 10; ++i) audio_s += workload->Draw(i).length / 16000.0;
@@ -302,7 +302,7 @@ TEST(SpeechSummaryTest, RtfxChunkLatenciesAndCorpusWer) {
   EXPECT_DOUBLE_EQ(stats.wer->wer, (with_reference - 1) / (3.0 * with_reference));
 
   // Offline (no stream outcomes) and no transcripts at all: every reference counts as all deleted.
-  const SpeechStats offline = SummarizeSpeech("riva-offline", run, nullptr, {}, *workload);
+  const SpeechStats offline = SummarizeSpeech(Api::kRivaOffline, run, nullptr, {}, *workload);
   EXPECT_EQ(offline.chunk_latency.count, 0);
   ASSERT_TRUE(offline.wer.has_value());
   EXPECT_EQ(offline.wer->wer, 1);
@@ -355,7 +355,7 @@ TEST(SpeechSweepTest, StreamsSweepNamesTheMostStreamsThatHoldTheSlo) {
     s.total.requests = s.total.ok = 10;
     s.total.req_per_s = level <= 4 ? level : 8 / level;
     SpeechStats speech;
-    speech.api = "riva-streaming";
+    speech.api = Api::kRivaStreaming;
     speech.streams = static_cast<int>(level);
     speech.rtfx = level;
     speech.chunk_latency = ComputeLatencyStats({level * 25});
@@ -371,7 +371,7 @@ TEST(SpeechSweepTest, StreamsSweepNamesTheMostStreamsThatHoldTheSlo) {
   EXPECT_EQ(steps[*best].level, 8);  // the most streams, though 4 had more req/s
 
   Report report;
-  report.api = "riva-streaming";
+  report.api = Api::kRivaStreaming;
   report.summary = steps[*best].summary;
   report.summary.per_model.resize(1);
   report.sweep = steps;
@@ -389,11 +389,11 @@ TEST(SpeechSweepTest, StreamsSweepNamesTheMostStreamsThatHoldTheSlo) {
 
 TEST(SpeechReportTest, JsonAndTableCarryTheSpeechFigures) {
   Report report;
-  report.api = "riva-streaming";
+  report.api = Api::kRivaStreaming;
   report.summary.per_model.resize(1);
   report.summary.per_model[0].model = "asr_ctc";
   SpeechStats speech;
-  speech.api = "riva-streaming";
+  speech.api = Api::kRivaStreaming;
   speech.streams = 8;
   speech.chunk_ms = 100;
   speech.realtime = true;

@@ -11,13 +11,13 @@
 
 #include <sndfile.h>
 
-#include "loadtest/arrival_process.h"
-#include "loadtest/audio_folder.h"
-#include "loadtest/length_profile.h"
-#include "loadtest/model_info.h"
-#include "loadtest/padding_plan.h"
-#include "loadtest/summary.h"
-#include "loadtest/workload.h"
+#include "loadtest/core/arrival_process.h"
+#include "loadtest/core/length_profile.h"
+#include "loadtest/core/padding_plan.h"
+#include "loadtest/core/summary.h"
+#include "loadtest/core/workload.h"
+#include "loadtest/kserve/model_info.h"
+#include "loadtest/speech/audio_folder.h"
 
 namespace sluice::loadtest {
 namespace {

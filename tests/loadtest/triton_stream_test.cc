@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "loadtest/generation_plan.h"
-#include "loadtest/infer_client.h"
-#include "loadtest/triton_stream.h"
+#include "loadtest/generation/generation_plan.h"
+#include "loadtest/generation/triton_stream.h"
+#include "loadtest/kserve/infer_client.h"
 #include "server/llm/triton_stream_codec.h"
 
 namespace sluice::loadtest {

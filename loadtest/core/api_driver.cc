@@ -1,0 +1,13 @@
+#include "loadtest/core/api_driver.h"
+
+namespace sluice::loadtest {
+
+absl::Status CheckRequestLoop(const AppOptions& options) {
+  if (options.streaming.streams > 0) {
+    return absl::InvalidArgumentError("--streams is for --api riva-streaming (use --concurrency or --rate)");
+  }
+  if (options.sweep.knob == "streams") return absl::InvalidArgumentError("--sweep streams is for --api riva-streaming");
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::loadtest

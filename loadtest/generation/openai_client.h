@@ -1,0 +1,53 @@
+// InferClient over the OpenAI-compatible streaming API (--api openai): each call is one POST /v1/completions (or
+// /v1/chat/completions) with stream: true, read as Server-Sent Events as they arrive (cpp-httplib's content
+// receiver), on HttpInferClient's worker pool (a connection and thread per call in flight, CancelAll shutting the
+// sockets). The request is a GenerationSpec carried in the ModelInferRequest (openai_stream.h); the callback's
+// response carries the streamed outcome (text, the arrival time of every content chunk, usage), and its status is
+// the stream's verdict (JudgeStream: an error event's code, UNAVAILABLE for a stream cut short, USAGE_MISMATCH
+// when usage disagrees with the stream or the request). HTTP errors before the stream map to gRPC codes.
+// With a GenerationPlan, a request whose id is a workload index (workload.h) becomes the plan's request for that
+// index, its drawn prompt ids standing for the prompt length. ModelMetadata answers from GET /v1/models (whether the model is listed); config and statistics are not part of
+// this API (UNIMPLEMENTED).
+// Thread-safety: as HttpInferClient.
+#pragma once
+
+#include "loadtest/generation/generation_plan.h"
+#include "loadtest/kserve/http_infer_client.h"
+
+namespace sluice::loadtest {
+
+class OpenAiInferClient final : public HttpInferClient {
+ public:
+  // REQUIRES: `plan` (may be null) outlives the client.
+  OpenAiInferClient(const Options& options, const GenerationPlan* plan) : HttpInferClient(options), plan_(plan) {}
+  // Drains the calls in flight before the base class's destructor (its workers call Execute).
+  ~OpenAiInferClient() override;
+
+  grpc::Status ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) override;
+  grpc::Status ModelConfig(const std::string& model, inference::ModelConfigResponse* response) override;
+  grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
+
+ protected:
+  grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
+                       inference::ModelInferResponse* response) override;
+
+ private:
+  const GenerationPlan* const plan_;
+};
+
+// One model of GET /v1/models, with the limits sluice-server adds to OpenAI's fields (0: not given).
+struct OpenAiModelEntry {
+  std::string id;
+  int64_t max_model_len = 0;      // prompt + output tokens of one sequence
+  int64_t vocab_size = 0;         // token ids in [0, vocab_size)
+  int64_t max_prompt_tokens = 0;  // the largest prompt bucket
+};
+
+// GET /v1/models from `address` (host:port): the models listed.
+absl::StatusOr<std::vector<OpenAiModelEntry>> ListOpenAiModels(const std::string& address,
+                                                               const std::string& bearer_token);
+// `model` among them: UNAVAILABLE when the list cannot be read, NOT_FOUND (naming those listed) when it is not there.
+absl::StatusOr<OpenAiModelEntry> DescribeOpenAiModel(const std::string& address, const std::string& bearer_token,
+                                                     const std::string& model);
+
+}  // namespace sluice::loadtest
