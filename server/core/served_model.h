@@ -1,0 +1,120 @@
+// One served model: its config, its Scheduler, its statistics and metrics, and the one entry point every front
+// end calls — ServedModel::Infer: draining check, parameter parsing, output selection, input validation (once),
+// refusal accounting, submission of the rows, exactly-once completion.
+// Thread-safety: Infer, stats() and scheduler() may be used from any thread concurrently; the object is
+// immutable after Create.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "scheduler/clock.h"
+#include "scheduler/scheduler.h"
+#include "backend/base/sync.h"
+#include "server/core/infer_call.h"
+#include "server/metrics/model_stats.h"
+#include "server/core/pending_inference.h"
+#include "server/metrics/server_metrics.h"
+
+namespace sluice {
+
+class ServingState;
+
+// One long call admitted before a drain (a Riva Recognize with several windows, a Riva stream): while one is
+// held the drain waits (within its grace), and the call's later requests, marked InferCall::continues_admitted,
+// pass the draining refusal. Move-only; empty when the call was refused (the server is draining).
+class AdmittedCall {
+ public:
+  AdmittedCall() = default;
+  AdmittedCall(AdmittedCall&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  AdmittedCall& operator=(AdmittedCall&& other) noexcept;
+  AdmittedCall(const AdmittedCall&) = delete;
+  AdmittedCall& operator=(const AdmittedCall&) = delete;
+  ~AdmittedCall();
+  explicit operator bool() const { return state_ != nullptr; }
+
+ private:
+  friend class ServingState;
+  explicit AdmittedCall(ServingState* state) : state_(state) {}
+  ServingState* state_ = nullptr;
+};
+
+// The server's readiness, shared by its models and front ends. Loading: not ready; draining: refuses new work,
+// while the long calls admitted before (AdmittedCall) run to their end.
+class ServingState {
+ public:
+  bool ready() const { return ready_.load() && !draining_.load(); }
+  bool draining() const { return draining_.load(); }
+  void SetReady() { ready_ = true; }
+  void BeginDrain() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    draining_ = true;
+  }
+  // An empty AdmittedCall once the drain has begun: the check and the count are one step, so a drain never
+  // misses a call admitted just before it.
+  AdmittedCall Admit() ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns once no admitted call is left. REQUIRES: BeginDrain was called (else new calls may keep coming).
+  void WaitForAdmittedCalls() ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t admitted_calls() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class AdmittedCall;
+  void Leave() ABSL_LOCKS_EXCLUDED(mu_);
+
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};  // set under mu_ (Admit reads it there); read lock-free elsewhere
+  mutable Mutex mu_;
+  CondVar left_;
+  int64_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+struct ServedModelOptions {
+  const ModelConfig* config = nullptr;  // must outlive the model
+  std::vector<Backend*> instances;      // not owned; must outlive the model
+  const ServingState* state = nullptr;  // must outlive the model
+  ServerMetrics* metrics = nullptr;     // optional: Prometheus metrics for this model
+  Clock* clock = &Clock::Real();
+};
+
+class ServedModel {
+ public:
+  // Creates the model's scheduler (the dynamic batcher) and registers its metrics, every batch reported to them.
+  static absl::StatusOr<std::unique_ptr<ServedModel>> Create(const ServedModelOptions& options);
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+  ~ServedModel();
+
+  const ModelConfig& config() const { return *config_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+  ModelStats& stats() { return stats_; }
+  // Serving: the server is ready (not loading or draining) and some instance is still in rotation.
+  bool ready() const { return state_->ready() && scheduler_->InstancesInRotation() > 0; }
+
+  // The one request path. `call` is what the front end decoded, or why its wire message could not be decoded.
+  // `done` is called exactly once (see InferCompletion for which thread). Refusals before queueing (a decode
+  // error; draining: Unavailable, unless call.continues_admitted; bad parameters, unknown outputs, invalid inputs: InvalidArgument; queue full:
+  // ResourceExhausted) are counted in the statistics and metrics here, once, whatever the front end.
+  // The handle withdraws the call's queued rows (client gone); it is empty when the call was refused.
+  InferHandle Infer(absl::StatusOr<InferCall> call, InferCompletion done);
+
+ private:
+  explicit ServedModel(const ServedModelOptions& options);
+  // The call's rows and options, or the refusal.
+  absl::StatusOr<std::shared_ptr<PendingInference>> Prepare(InferCall& call, InferCompletion& done,
+                                                            ValidatedRequest& validated);
+  void RecordRefused(const absl::Status& status);
+
+  const ModelConfig* const config_;
+  const ServingState* const state_;
+  Clock* const clock_;  // the scheduler's: `timeout` deadlines are measured on the clock that expires them
+  std::unique_ptr<Scheduler> scheduler_;
+  ModelStats stats_;
+  ModelMetrics* metrics_ = nullptr;  // set in Create, before any request or batch
+};
+
+}  // namespace sluice

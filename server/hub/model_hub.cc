@@ -1,0 +1,68 @@
+#include "server/hub/model_hub.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice {
+
+void ModelHub::Publish(std::vector<std::unique_ptr<ServedModel>> models,
+                       std::vector<std::unique_ptr<GenerationModel>> generation_models) {
+  models_ = std::move(models);
+  generation_models_ = std::move(generation_models);
+  loaded_.store(true, std::memory_order_release);
+}
+
+std::span<const std::unique_ptr<ServedModel>> ModelHub::models() const {
+  if (!loaded_.load(std::memory_order_acquire)) return {};
+  return models_;
+}
+
+std::span<const std::unique_ptr<GenerationModel>> ModelHub::generation_models() const {
+  if (!loaded_.load(std::memory_order_acquire)) return {};
+  return generation_models_;
+}
+
+absl::StatusOr<GenerationModel*> ModelHub::FindGeneration(std::string_view name_view) const {
+  if (!loaded_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("the server is loading its models; not ready yet");
+  }
+  const std::string name(name_view);
+  for (const auto& model : generation_models_) {
+    if (model->config().name == name) return model.get();
+  }
+  for (const auto& model : models_) {
+    if (model->config().name == name) {
+      return absl::NotFoundError(absl::StrCat("model '", name, "' is not a text-generation model"));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+}
+
+absl::StatusOr<ServedModel*> ModelHub::Find(std::string_view name_view, std::string_view version_view) const {
+  if (!loaded_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("the server is loading its models; not ready yet");
+  }
+  const std::string name(name_view), version(version_view);
+  for (const auto& model : models_) {
+    if (model->config().name != name) continue;
+    if (!version.empty() && version != "1") {
+      return absl::NotFoundError(
+          absl::StrCat("model '", name, "' has no version '", version, "' (sluice serves version 1)"));
+    }
+    return model.get();
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+}
+
+int64_t ModelHub::InFlight() const {
+  int64_t total = 0;
+  for (const auto& model : models()) total += model->scheduler().InFlight();
+  for (const auto& model : generation_models()) total += model->engine().Waiting() + model->engine().Running();
+  return total;
+}
+
+void ModelHub::StopAll() {
+  for (const auto& model : models()) model->scheduler().Stop();
+  for (const auto& model : generation_models()) model->Stop();
+}
+
+}  // namespace sluice
