@@ -42,3 +42,8 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/generation_summary.cc # TTFT, ITL, TPOT, e2e, tokens/s, goodput of a generation run
   ${CMAKE_CURRENT_LIST_DIR}/generation_load.cc    # the generation API's runs for app.cc
 )
+# sluice-loadtest's YAML readers alone (SLO and pricing files): what tests/fuzz's parsers fuzz, without the rest.
+set(SLUICE_LOADTEST_CONFIG_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/slo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/pricing.cc
+)
