@@ -21,36 +21,42 @@ std::span<const std::unique_ptr<GenerationModel>> ModelHub::generation_models() 
   return generation_models_;
 }
 
-absl::StatusOr<GenerationModel*> ModelHub::FindGeneration(std::string_view name_view) const {
-  if (!loaded_.load(std::memory_order_acquire)) {
-    return absl::UnavailableError("the server is loading its models; not ready yet");
-  }
-  const std::string name(name_view);
-  for (const auto& model : generation_models_) {
-    if (model->config().name == name) return model.get();
-  }
-  for (const auto& model : models_) {
-    if (model->config().name == name) {
-      return absl::NotFoundError(absl::StrCat("model '", name, "' is not a text-generation model"));
-    }
-  }
-  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
-}
-
-absl::StatusOr<ServedModel*> ModelHub::Find(std::string_view name_view, std::string_view version_view) const {
+absl::StatusOr<HostedModel> ModelHub::Lookup(std::string_view name_view, std::string_view version_view) const {
   if (!loaded_.load(std::memory_order_acquire)) {
     return absl::UnavailableError("the server is loading its models; not ready yet");
   }
   const std::string name(name_view), version(version_view);
+  HostedModel hosted;
   for (const auto& model : models_) {
-    if (model->config().name != name) continue;
-    if (!version.empty() && version != "1") {
-      return absl::NotFoundError(
-          absl::StrCat("model '", name, "' has no version '", version, "' (sluice serves version 1)"));
-    }
-    return model.get();
+    if (model->config().name == name) hosted.inference = model.get();
   }
-  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  for (const auto& model : generation_models_) {
+    if (hosted.inference == nullptr && model->config().name == name) hosted.generation = model.get();
+  }
+  if (hosted.inference == nullptr && hosted.generation == nullptr) {
+    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  }
+  if (!version.empty() && version != "1") {
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' has no version '", version, "' (sluice serves version 1)"));
+  }
+  return hosted;
+}
+
+absl::StatusOr<ServedModel*> ModelHub::Find(std::string_view name, std::string_view version) const {
+  absl::StatusOr<HostedModel> hosted = Lookup(name, version);
+  if (!hosted.ok()) return hosted.status();
+  if (hosted->inference == nullptr) return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  return hosted->inference;
+}
+
+absl::StatusOr<GenerationModel*> ModelHub::FindGeneration(std::string_view name) const {
+  absl::StatusOr<HostedModel> hosted = Lookup(name);
+  if (!hosted.ok()) return hosted.status();
+  if (hosted->generation == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model '", name, "' is not a text-generation model"));
+  }
+  return hosted->generation;
 }
 
 int64_t ModelHub::InFlight() const {

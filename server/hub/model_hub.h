@@ -19,6 +19,14 @@
 
 namespace sluice {
 
+// A hosted model and its facets, as the one lookup by name answers it: exactly one of `inference` (a batched
+// model: KServe infer, and the voice API when its config has a speech section) and `generation` (a text-generation
+// model: OpenAI, Triton streaming, KServe metadata) is set. Both point into the hub, which outlives every call.
+struct HostedModel {
+  ServedModel* inference = nullptr;
+  GenerationModel* generation = nullptr;
+};
+
 class ModelHub {
  public:
   // `metrics` may be null (then /metrics answers 404); it must outlive the hub.
@@ -34,12 +42,16 @@ class ModelHub {
   std::span<const std::unique_ptr<ServedModel>> models() const;
   std::span<const std::unique_ptr<GenerationModel>> generation_models() const;
 
-  // Unavailable while loading; NotFound naming the model (or version: sluice serves version "1" of each model;
-  // "" means it too).
+  // The one lookup by name every front end starts from, whatever the model's kind: Unavailable while loading;
+  // NotFound naming the model, or the version (sluice serves version "1" of each model; "" means it too).
+  absl::StatusOr<HostedModel> Lookup(std::string_view name, std::string_view version = "") const;
+
+  // Lookup narrowed to a batched model: a generation model's name is NotFound ("unknown model"), as before there
+  // were two kinds.
   absl::StatusOr<ServedModel*> Find(std::string_view name, std::string_view version) const;
 
-  // The same for generation models: Unavailable while loading; NotFound naming the model (and saying so when it
-  // is a batched model rather than a generation model).
+  // Lookup narrowed to a generation model: NotFound naming the model (and saying so when it is a batched model
+  // rather than a generation model).
   absl::StatusOr<GenerationModel*> FindGeneration(std::string_view name) const;
 
   ServingState& state() { return state_; }
