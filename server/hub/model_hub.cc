@@ -34,7 +34,7 @@ absl::StatusOr<HostedModel> ModelHub::Lookup(std::string_view name_view, std::st
     if (hosted.inference == nullptr && model->config().name == name) hosted.generation = model.get();
   }
   if (hosted.inference == nullptr && hosted.generation == nullptr) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown model '", std::string(name), "'"));
   }
   if (!version.empty() && version != "1") {
     return absl::NotFoundError(
@@ -46,7 +46,9 @@ absl::StatusOr<HostedModel> ModelHub::Lookup(std::string_view name_view, std::st
 absl::StatusOr<ServedModel*> ModelHub::Find(std::string_view name, std::string_view version) const {
   absl::StatusOr<HostedModel> hosted = Lookup(name, version);
   if (!hosted.ok()) return hosted.status();
-  if (hosted->inference == nullptr) return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  if (hosted->inference == nullptr) {
+    return absl::NotFoundError(absl::StrCat("unknown model '", std::string(name), "'"));
+  }
   return hosted->inference;
 }
 
@@ -54,7 +56,7 @@ absl::StatusOr<GenerationModel*> ModelHub::FindGeneration(std::string_view name)
   absl::StatusOr<HostedModel> hosted = Lookup(name);
   if (!hosted.ok()) return hosted.status();
   if (hosted->generation == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model '", name, "' is not a text-generation model"));
+    return absl::NotFoundError(absl::StrCat("model '", std::string(name), "' is not a text-generation model"));
   }
   return hosted->generation;
 }
