@@ -63,3 +63,8 @@ set(SLUICE_LOADTEST_APP_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/generation/generation_driver.cc  # ApiDriver of openai and triton-stream
   ${CMAKE_CURRENT_LIST_DIR}/app.cc
 )
+# sluice-loadtest's YAML readers alone (SLO and pricing files): what tests/fuzz's parsers fuzz, without the rest.
+set(SLUICE_LOADTEST_CONFIG_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/core/slo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/report/pricing.cc
+)

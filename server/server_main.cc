@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/server.h"
+#include "server/app/server.h"
 
 namespace sluice {
 namespace {

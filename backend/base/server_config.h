@@ -14,7 +14,7 @@
 namespace sluice {
 
 // The HTTP front end's event loop and the limits that keep hostile clients from costing more than their own
-// requests (see server/http_server.h).
+// requests (see server/http/http_server.h).
 struct HttpConfig {
   int64_t threads = 2;               // event-loop threads (they only parse, route and serialize)
   int64_t max_connections = 4096;    // at the limit the oldest idle connection is closed for a new one

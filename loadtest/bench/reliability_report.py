@@ -12,7 +12,7 @@ import re
 import sys
 
 WORK, OUT, CHECK = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-# sluice-loadtest / probe codes -> the server's sluice_requests_total{outcome} (server/server_metrics.cc OutcomeFor)
+# sluice-loadtest / probe codes -> the server's sluice_requests_total{outcome} (server/metrics/server_metrics.cc OutcomeFor)
 OUTCOME = {"OK": "ok", "INVALID_ARGUMENT": "invalid", "NOT_FOUND": "invalid", "OUT_OF_RANGE": "invalid",
            "UNAUTHENTICATED": "invalid", "RESOURCE_EXHAUSTED": "rejected", "UNAVAILABLE": "rejected",
            "DEADLINE_EXCEEDED": "timeout", "CANCELLED": "cancelled"}

@@ -1,5 +1,5 @@
 // Triton's decoupled text-generation protocol over ModelStreamInfer (the one its vLLM and TensorRT-LLM backends and
-// sluice-server speak; server/llm/triton_stream_codec.h) as a load generator sees it (--api triton-stream), in pure
+// sluice-server speak; server/llm/frontend/triton_stream_codec.h) as a load generator sees it (--api triton-stream), in pure
 // functions: the request for a GenerationSpec; each response's text, final flag and error; the fold of one stream's
 // responses into a GenerationOutcome; and the verdict on a stream that ended.
 //

@@ -14,7 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "backend/base/model_config.h"
 #include "grpc_service.grpc.pb.h"
-#include "server/model_descriptions.h"
+#include "server/kserve/model_descriptions.h"
 
 namespace sluice {
 namespace {

@@ -27,7 +27,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "scheduler/continuous_batcher.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 
 namespace sluice {
 

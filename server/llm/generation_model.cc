@@ -12,7 +12,7 @@
 #include "backend/base/status_macros.h"
 #include "server/llm/generation_metrics.h"
 #include "server/llm/stop_matcher.h"
-#include "server/served_model.h"
+#include "server/core/serving_state.h"
 
 namespace sluice {
 namespace {

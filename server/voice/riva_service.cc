@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "backend/base/sync.h"
-#include "server/grpc_service.h"
+#include "server/kserve/grpc_service.h"
 #include "server/voice/offline_recognition.h"
 #include "server/voice/riva_results.h"
 #include "server/voice/riva_streaming.h"

@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "backend/base/server_config.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
-#include "server/model_hub.h"
+#include "server/hub/model_hub.h"
 #include "server/voice/decode_executor.h"
 #include "server/voice/riva_streaming.h"
 #include "server/voice/voice_metrics.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backend/base/sync.h"
-#include "server/grpc_service.h"
+#include "server/kserve/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"
 #include "server/voice/streaming_session.h"

@@ -31,7 +31,7 @@
 
 #include "absl/time/time.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
-#include "server/model_hub.h"
+#include "server/hub/model_hub.h"
 #include "server/voice/decode_executor.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"

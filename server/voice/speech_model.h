@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/served_model.h"
+#include "server/core/served_model.h"
 
 namespace sluice::voice {
 

@@ -22,7 +22,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "backend/base/sync.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 
 namespace sluice::voice {
 

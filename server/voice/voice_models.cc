@@ -49,12 +49,11 @@ absl::StatusOr<const VoiceModel*> VoiceModels::Find(std::string_view name) {
   const std::string listed =
       all->empty() ? "this server serves none (a speech model needs a speech: section; see README)"
                    : absl::StrCat("speech models: ", absl::StrJoin(names, ", "));
-  if (absl::StatusOr<ServedModel*> served = hub_->Find(name, ""); served.ok()) {
+  if (absl::StatusOr<HostedModel> hosted = hub_->Lookup(name); hosted.ok() && hosted->inference != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model '", std::string(name), "' is served but not as speech (no speech: section in its config.yaml, or ",
         "not one FP32 audio input); ", listed));
-  }
-  if (absl::StatusOr<GenerationModel*> generation = hub_->FindGeneration(name); generation.ok()) {
+  } else if (hosted.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("model '", std::string(name),
                                                    "' is served but is a text-generation model, not a speech model "
                                                    "(use the OpenAI or Triton generation API); ", listed));

@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "backend/base/sync.h"
-#include "server/model_hub.h"
+#include "server/hub/model_hub.h"
 #include "server/voice/ctc_decoder.h"
 #include "server/voice/speech_model.h"
 

@@ -1,5 +1,5 @@
 // Fuzzes the KServe v2 gRPC ModelInfer path on arbitrary bytes: inference::ModelInferRequest::ParseFromArray, then
-// DecodeInferRequest (server/grpc_codec.h), ParseInferParameters (server/infer_parameters.h), ValidateInputs and
+// DecodeInferRequest (server/kserve/grpc_codec.h), ParseInferParameters (server/core/infer_parameters.h), ValidateInputs and
 // SelectOutputs against the fixed `tagger` model (fuzz_model_under_test.h), as the gRPC front end runs them.
 // Asserts beyond "no crash, no ASan/UBSan report":
 //   - a decoded call has one input per wire input, in order, with the wire's name, datatype and shape; with
@@ -11,8 +11,8 @@
 
 #include "absl/time/clock.h"
 #include "grpc_service.pb.h"
-#include "server/grpc_codec.h"
-#include "server/infer_parameters.h"
+#include "server/kserve/grpc_codec.h"
+#include "server/core/infer_parameters.h"
 #include "tests/fuzz/fuzz_model_under_test.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

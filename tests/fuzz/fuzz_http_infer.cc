@@ -1,4 +1,4 @@
-// Fuzzes the KServe v2 REST infer body with the binary-data extension: DecodeHttpInfer (server/http_codec.h), then,
+// Fuzzes the KServe v2 REST infer body with the binary-data extension: DecodeHttpInfer (server/kserve/http_codec.h), then,
 // when it decodes, ParseInferParameters, ValidateInputs and SelectOutputs against the fixed `tagger` model
 // (fuzz_model_under_test.h), as ServedModel::Infer runs them.
 // Input: a first line that is the Inference-Header-Content-Length (decimal; anything else means the header is
@@ -15,8 +15,8 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "server/http_codec.h"
-#include "server/infer_parameters.h"
+#include "server/kserve/http_codec.h"
+#include "server/core/infer_parameters.h"
 #include "tests/fuzz/fuzz_model_under_test.h"
 
 namespace sluice::fuzz {

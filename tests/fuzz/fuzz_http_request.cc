@@ -1,5 +1,5 @@
 // Fuzzes the event-driven HTTP server's request parsing: Beast's request parser configured by the server's own
-// ConfigureRequestParser (server/http_wire.h), driven the way HttpConnection::Parse drives it (bytes arrive in
+// ConfigureRequestParser (server/http/http_wire.h), driven the way HttpConnection::Parse drives it (bytes arrive in
 // pieces; the head limit is on the whole head; a need_more with nothing consumed is over the head limit or waits;
 // a chunk header over the head limit is refused; Transfer-Encoding other than chunked is refused; pipelined
 // requests follow one another), errors mapped by MapParseError and rendered by SerializeErrorResponse.
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/buffer.hpp"
 #include "boost/beast/http/error.hpp"
-#include "server/http_wire.h"
+#include "server/http/http_wire.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace sluice::fuzz {

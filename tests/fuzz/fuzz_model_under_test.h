@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/base/model_config.h"
 #include "backend/base/yaml_node.h"
-#include "server/input_validation.h"
+#include "server/core/input_validation.h"
 #include "tests/server/tagger_yaml.h"
 #include "tests/fuzz/fuzz_util.h"
 

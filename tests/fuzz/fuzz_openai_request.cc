@@ -1,5 +1,5 @@
 // Fuzzes the OpenAI front end's request decoding on arbitrary bytes: every input is decoded as a completions body and
-// as a chat body (DecodeOpenAiRequest, server/llm/openai_codec.h), then what the front end writes back about it (an
+// as a chat body (DecodeOpenAiRequest, server/llm/frontend/openai_codec.h), then what the front end writes back about it (an
 // error JSON, or a response and stream chunks naming the request's model) is encoded and parsed again.
 // Asserts beyond "no crash, no ASan/UBSan report":
 //   - a refusal is InvalidArgument; a decoded completions call has exactly one of prompt / prompt_ids and no
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "rapidjson/document.h"
-#include "server/llm/openai_codec.h"
+#include "server/llm/frontend/openai_codec.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

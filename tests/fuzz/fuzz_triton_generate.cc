@@ -1,5 +1,5 @@
 // Fuzzes Triton's decoupled text-generation request decoding on arbitrary bytes: inference::ModelInferRequest::
-// ParseFromArray, then DecodeTritonGenerate (server/llm/triton_stream_codec.h) as the ModelStreamInfer front end runs
+// ParseFromArray, then DecodeTritonGenerate (server/llm/frontend/triton_stream_codec.h) as the ModelStreamInfer front end runs
 // it, then the responses it writes for that request (text, a bare final flag, an error).
 // Asserts beyond "no crash, no ASan/UBSan report":
 //   - a refusal is InvalidArgument; a decoded request has a plain-text prompt (never ids or chat messages) and
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "grpc_service.pb.h"
-#include "server/llm/triton_stream_codec.h"
+#include "server/llm/frontend/triton_stream_codec.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_triton_generate (tests/fuzz/corpus/triton_generate/): serialized
-ModelInferRequest messages in Triton's decoupled text-generation protocol (server/llm/triton_stream_codec.h), valid
+ModelInferRequest messages in Triton's decoupled text-generation protocol (server/llm/frontend/triton_stream_codec.h), valid
 and near-valid. Wire format by hand, with make_grpc_seeds.py's helpers. Rewrites the directory's seed_* files."""
 import pathlib
 import struct

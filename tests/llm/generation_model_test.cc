@@ -18,8 +18,8 @@
 #include "backend/sim_generation_backend.h"
 #include "backend/base/sync.h"
 #include "gtest/gtest.h"
-#include "server/served_model.h"
-#include "server/server_metrics.h"
+#include "server/core/served_model.h"
+#include "server/metrics/server_metrics.h"
 
 namespace sluice {
 namespace {

@@ -1,7 +1,7 @@
-// The OpenAI codec (server/llm/openai_codec.h) without a server: request decoding into GenerationCall (every
+// The OpenAI codec (server/llm/frontend/openai_codec.h) without a server: request decoding into GenerationCall (every
 // field, every class of refusal with its "param"), the whole responses, the streamed chunks, SSE framing, the error
 // object and the model list. Encoded JSON is parsed back (RapidJSON) and checked field by field.
-#include "server/llm/openai_codec.h"
+#include "server/llm/frontend/openai_codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <ostream>
 #include <string>
 
-#include "server/http_codec.h"
+#include "server/kserve/http_codec.h"
 
 namespace sluice {
 namespace {

@@ -1,8 +1,8 @@
-// The Triton decoupled text-generation codec (server/llm/triton_stream_codec.h) without a server: requests as
+// The Triton decoupled text-generation codec (server/llm/frontend/triton_stream_codec.h) without a server: requests as
 // tritonclient builds them (raw_input_contents) and with typed contents, sampling_parameters JSON, TensorRT-LLM
 // scalars and request parameters with their precedence, prompt echo rules, every class of refusal, and the
 // responses (text_output BYTES, triton_final_response, errors) and generation model descriptions.
-#include "server/llm/triton_stream_codec.h"
+#include "server/llm/frontend/triton_stream_codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

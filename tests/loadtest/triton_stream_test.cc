@@ -1,5 +1,5 @@
 // sluice-loadtest --api triton-stream without a server: the ModelStreamInfer request it sends, read back by
-// sluice-server's own decoder (server/llm/triton_stream_codec.h), so the two sides agree on input names, datatypes
+// sluice-server's own decoder (server/llm/frontend/triton_stream_codec.h), so the two sides agree on input names, datatypes
 // and sampling keys; the server's responses (text, final flag, errors) folded into an outcome; the verdict and the
 // token counts; the error-code reading of error messages (on the server's own messages); the generation-model
 // check on the server's own metadata; and the text prompts sized with a tokenizer.
@@ -14,7 +14,7 @@
 #include "loadtest/generation/generation_plan.h"
 #include "loadtest/generation/triton_stream.h"
 #include "loadtest/kserve/infer_client.h"
-#include "server/llm/triton_stream_codec.h"
+#include "server/llm/frontend/triton_stream_codec.h"
 
 namespace sluice::loadtest {
 namespace {

@@ -1,7 +1,7 @@
 // CapacityEstimator on a FakeClock: known arrival rates and per-shape costs give the exact utilization and
 // saturation throughput; the window forgets; a new mix replaces the old; measured batches replace (and calibrate)
 // the warm-up costs. And sluice_request_length's boundaries.
-#include "server/capacity_estimator.h"
+#include "server/metrics/capacity_estimator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "backend/sim_backend.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 
 namespace sluice {
 namespace {

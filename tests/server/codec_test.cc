@@ -12,11 +12,11 @@
 #include <rapidjson/document.h>
 
 #include "backend/base/model_config.h"
-#include "server/grpc_codec.h"
-#include "server/http_codec.h"
-#include "server/input_validation.h"
-#include "server/model_descriptions.h"
-#include "server/proto_json.h"
+#include "server/kserve/grpc_codec.h"
+#include "server/kserve/http_codec.h"
+#include "server/core/input_validation.h"
+#include "server/kserve/model_descriptions.h"
+#include "server/kserve/proto_json.h"
 #include "tests/server/model_yaml.h"
 
 namespace sluice {
@@ -527,7 +527,7 @@ TEST_F(GrpcEncodeTest, RawAnswersPutOneRawEntryPerOutputAndNoTypedContents) {
 // KServe v2: "If raw_output_contents is specified, contents must not be specified for any output" — clients
 // (tritonclient's as_numpy) index raw_output_contents by the output's position. An FP16 output has no typed field,
 // so a typed answer that holds one must still keep raw_output_contents aligned with the outputs.
-// BUG (server/grpc_codec.cc, EncodeInferResponse): a typed answer with an FP16 output gets one raw entry (the
+// BUG (server/kserve/grpc_codec.cc, EncodeInferResponse): a typed answer with an FP16 output gets one raw entry (the
 // FP16 one) next to typed contents for the others, so raw_output_contents[0] is read as the first output.
 TEST_F(GrpcEncodeTest, ATypedAnswerWithAnFp16OutputKeepsRawContentsAlignedWithTheOutputs) {
   ModelConfig model = model_;

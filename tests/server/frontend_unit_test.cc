@@ -14,9 +14,9 @@
 
 #include "backend/base/model_config.h"
 #include "backend/base/status_mapping.h"
-#include "server/bearer_auth.h"
-#include "server/infer_parameters.h"
-#include "server/input_validation.h"
+#include "server/kserve/bearer_auth.h"
+#include "server/core/infer_parameters.h"
+#include "server/core/input_validation.h"
 #include "tests/server/model_yaml.h"
 
 namespace sluice {

@@ -2,7 +2,7 @@
 // byte on the wire is the test's choice: slow heads, floods, bad framing, clients that stop reading or vanish.
 // Limits and timeouts are small so that every test ends within a few seconds.
 
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

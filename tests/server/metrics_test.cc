@@ -8,7 +8,7 @@
 
 #include "backend/base/cost.h"
 #include "scheduler/dynamic_batcher.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 #include "tests/scheduler/scheduler_test_util.h"
 #include "tests/server/metrics_samples.h"
 #include "tests/scheduler/scripted_backend.h"

@@ -13,9 +13,9 @@
 #include "backend/base/model_config.h"
 #include "scheduler/clock.h"
 #include "backend/base/sync.h"
-#include "server/model_hub.h"
-#include "server/served_model.h"
-#include "server/server_metrics.h"
+#include "server/hub/model_hub.h"
+#include "server/core/served_model.h"
+#include "server/metrics/server_metrics.h"
 #include "tests/scheduler/holdable_backend.h"
 #include "tests/server/metrics_samples.h"
 #include "tests/server/model_yaml.h"
@@ -413,7 +413,7 @@ TEST_F(ServedModelTest, CancellingAWhollyQueuedCallAnswersCancelledAtOnceAndLeav
 }
 
 // The `timeout` parameter must be measured on the model's (injected) clock, the one the scheduler expires
-// requests by. BUG (server/served_model.cc, ServedModel::Prepare): it anchors `timeout` at absl::Now(), not at
+// requests by. BUG (server/core/served_model.cc, ServedModel::Prepare): it anchors `timeout` at absl::Now(), not at
 // the clock in ServedModelOptions, which ServedModel does not keep — so under a FakeClock the deadline lies
 // decades past the scheduler's "now" and the call never expires.
 TEST_F(ServedModelTest, TheTimeoutParameterIsMeasuredOnTheModelsClock) {

@@ -11,7 +11,7 @@
 #include <future>
 #include <string>
 
-#include "server/server.h"
+#include "server/app/server.h"
 #include "tests/server/sim_models.h"
 
 namespace sluice {

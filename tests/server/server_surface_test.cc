@@ -136,6 +136,13 @@ TEST_F(ServerSurfaceTest, GrpcAndHttpDescribeEveryModelKindAlike) {
   res = http.Get("/v2/models/llama_tiny/versions/2");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404) << res->body;
+  inference::ModelMetadataRequest wrong_version;  // the one hub lookup: the same answer over gRPC
+  wrong_version.set_name("llama_tiny");
+  wrong_version.set_version("2");
+  grpc::Status no_version = stub->ModelMetadata(Context().get(), wrong_version, &ignored);
+  EXPECT_EQ(no_version.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(no_version.error_message(), HasSubstr("has no version '2'"));
+  EXPECT_THAT(res->body, HasSubstr("has no version '2'"));
 
   inference::ModelInferRequest infer;
   infer.set_model_name("llama_tiny");
