@@ -1,0 +1,64 @@
+# The voice and generation services under ThreadSanitizer (issue 24), included at the end of CMakeLists.txt:
+#   - sluice_tsan_services: an instrumented copy of the front ends the service tests drive, over sluice_tsan_llm (the
+#     core, the server core and server/llm's library, above): the KServe gRPC/HTTP front ends with the OpenAI and
+#     Triton-stream services (the main build's sluice_frontend, less the three files sluice_tsan_llm already has), the
+#     event-driven HTTP server (sluice_http_server) and the voice API with the Riva service (server/voice/: the main
+#     build's sluice_voice_audio, sluice_voice_text and sluice_voice).
+#   - tsan_voice_inprocess_tests: tests/voice/riva_inprocess_test.cc (the Riva service's reactors, recognitions,
+#     decode executor over loopback gRPC on sim speech models: overloads, deadlines, cancellations, a drain).
+#   - tsan_generation_services_tests: tests/llm/generation_services_inprocess_test.cc (OpenAI over HTTP and Triton's
+#     ModelStreamInfer over gRPC on the sim generation device with llama_tiny's tokenizer).
+# Debian's gRPC, absl and protobuf are not instrumented: their own synchronisation is invisible to TSan. Every
+# reactor field of ours is guarded by a sluice::Mutex, which TSan sees; the one hand-off TSan cannot see in our
+# code, oneTBB's (DecodeExecutor, as PrepQueue's), is stated with __tsan_release/__tsan_acquire. The SentencePiece
+# module loads into a link-map namespace of its own under the sanitizers (sentencepiece_bridge.cc), so these
+# binaries, which load libprotobuf, can tokenize.
+set(SERVICES_TSAN_SOURCES
+  # sluice_frontend but model_stats.cc, pending_inference.cc, served_model.cc (in sluice_tsan_llm)
+  ${SLUICE_ROOT}/server/infer_parameters.cc
+  ${SLUICE_ROOT}/server/input_validation.cc
+  ${SLUICE_ROOT}/server/bearer_auth.cc
+  ${SLUICE_ROOT}/server/model_hub.cc
+  ${SLUICE_ROOT}/server/model_descriptions.cc
+  ${SLUICE_ROOT}/server/model_lookup.cc
+  ${SLUICE_ROOT}/server/proto_json.cc
+  ${SLUICE_ROOT}/server/grpc_codec.cc
+  ${SLUICE_ROOT}/server/grpc_service.cc
+  ${SLUICE_ROOT}/server/http_codec.cc
+  ${SLUICE_ROOT}/server/http_service.cc
+  ${SLUICE_ROOT}/server/tls_files.cc
+  ${SLUICE_ROOT}/server/llm/openai_codec.cc
+  ${SLUICE_ROOT}/server/llm/openai_service.cc
+  ${SLUICE_ROOT}/server/llm/triton_stream_codec.cc
+  ${SLUICE_ROOT}/server/llm/triton_stream.cc
+  # sluice_http_server
+  ${SLUICE_ROOT}/server/http_server.cc
+  ${SLUICE_ROOT}/server/http_connection.cc
+  ${SLUICE_ROOT}/server/http_connection_write.cc
+  ${SLUICE_ROOT}/server/http_exchange.cc
+  ${SLUICE_ROOT}/server/http_wire.cc
+  # sluice_voice_audio, sluice_voice_text, sluice_voice
+  ${VOICE_SOURCES}
+)
+add_library(sluice_tsan_services STATIC ${SERVICES_TSAN_SOURCES})
+target_include_directories(sluice_tsan_services SYSTEM PUBLIC ${RAPIDJSON_INCLUDE_DIRS})
+target_link_libraries(sluice_tsan_services PUBLIC sluice_tsan_llm sluice_inference_proto sluice_riva_proto
+  PkgConfig::CHECKED_SAMPLERATE PkgConfig::CHECKED_SNDFILE PkgConfig::CHECKED_HTTPLIB Boost::headers OpenSSL::SSL
+  OpenSSL::Crypto)
+
+add_executable(tsan_voice_inprocess_tests ${SLUICE_ROOT}/tests/voice/riva_inprocess_test.cc)
+add_executable(tsan_generation_services_tests ${SLUICE_ROOT}/tests/llm/generation_services_inprocess_test.cc)
+target_compile_definitions(tsan_generation_services_tests PRIVATE SLUICE_MODELS_DIR="${SLUICE_MODELS_DIR}")
+foreach(target sluice_tsan_services tsan_voice_inprocess_tests tsan_generation_services_tests)
+  if(SLUICE_TSAN)
+    target_compile_options(${target} PRIVATE -fsanitize=thread)
+    target_link_options(${target} PRIVATE -fsanitize=thread)
+  endif()
+endforeach()
+foreach(test tsan_voice_inprocess_tests tsan_generation_services_tests)
+  # Named again after sluice_tsan_llm: served_model.cc (there) calls the parameter parser (in sluice_tsan_services).
+  target_link_libraries(${test} PRIVATE sluice_tsan_services sluice_tsan_llm sluice_tsan_services GTest::gtest_main
+    GTest::gmock)
+  gtest_discover_tests(${test} DISCOVERY_TIMEOUT 120 TEST_PREFIX "clang." PROPERTIES ENVIRONMENT "${LLM_TSAN_ENV}"
+    TIMEOUT 300)
+endforeach()
