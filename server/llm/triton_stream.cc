@@ -171,6 +171,7 @@ class Stream final : public TritonStreamReactor {
   }
 
   void OnCancel() override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs OnCancel after the handler returned the reactor (built, then Begin)
     std::vector<GenerationHandle> cancel;
     {
       MutexLock lock(&mu_);

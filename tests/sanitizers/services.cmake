@@ -51,6 +51,12 @@ add_executable(tsan_generation_services_tests ${SLUICE_ROOT}/tests/llm/generatio
 target_compile_definitions(tsan_generation_services_tests PRIVATE SLUICE_MODELS_DIR="${SLUICE_MODELS_DIR}")
 foreach(target sluice_tsan_services tsan_voice_inprocess_tests tsan_generation_services_tests)
   if(SLUICE_TSAN)
+    if(NOT target STREQUAL sluice_tsan_services)
+      # oneTBB with one thread, as for the scheduler tests: the batch rows parallel_for copies are then copied on
+      # the calling thread, which TSan sees (enqueued work, the DecodeExecutor's and the prep arena's, still gets
+      # a worker).
+      target_sources(${target} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/tbb_serial_under_tsan.cc)
+    endif()
     target_compile_options(${target} PRIVATE -fsanitize=thread)
     target_link_options(${target} PRIVATE -fsanitize=thread)
   endif()
