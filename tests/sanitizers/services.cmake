@@ -61,10 +61,11 @@ foreach(target sluice_tsan_services tsan_voice_inprocess_tests tsan_generation_s
     target_link_options(${target} PRIVATE -fsanitize=thread)
   endif()
 endforeach()
+set(SERVICES_TSAN_ENV "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 suppressions=${CMAKE_CURRENT_LIST_DIR}/tsan_services.supp")
 foreach(test tsan_voice_inprocess_tests tsan_generation_services_tests)
   # Named again after sluice_tsan_llm: served_model.cc (there) calls the parameter parser (in sluice_tsan_services).
   target_link_libraries(${test} PRIVATE sluice_tsan_services sluice_tsan_llm sluice_tsan_services GTest::gtest_main
     GTest::gmock)
-  gtest_discover_tests(${test} DISCOVERY_TIMEOUT 120 TEST_PREFIX "clang." PROPERTIES ENVIRONMENT "${LLM_TSAN_ENV}"
+  gtest_discover_tests(${test} DISCOVERY_TIMEOUT 120 TEST_PREFIX "clang." PROPERTIES ENVIRONMENT "${SERVICES_TSAN_ENV}"
     TIMEOUT 300)
 endforeach()
