@@ -1,6 +1,7 @@
 #include "server/llm/sentencepiece_bridge.h"
 
 #include <dlfcn.h>
+#include <link.h>  // LM_ID_NEWLM
 #include <unistd.h>
 
 #include <climits>
@@ -28,26 +29,33 @@ std::string ExecutableDir() {
   return exe.substr(0, exe.rfind('/') + 1);
 }
 
-// The sanitizers' runtimes refuse RTLD_DEEPBIND; without it, the module works in binaries that do not also load
-// libprotobuf (sanitizer builds of the tokenizer tests).
+// The sanitizers' runtimes refuse RTLD_DEEPBIND. There the module is loaded into a link-map namespace of its own
+// (dlmopen LM_ID_NEWLM: its own libc, libstdc++ and libsentencepiece, whose protobuf-lite cannot meet the binary's
+// libprotobuf), so sanitizer builds of binaries with gRPC (the generation service tests) can load it too. That
+// needs the module itself uninstrumented (no sanitizer runtime in that namespace; tests/asan builds it so) and
+// nothing allocated crossing the C interface (none does: results go to the caller's sink).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kDeepBind = 0;
+#define SLUICE_SP_OWN_NAMESPACE 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr int kDeepBind = 0;
-#else
-constexpr int kDeepBind = RTLD_DEEPBIND;
+#define SLUICE_SP_OWN_NAMESPACE 1
 #endif
-#else
-constexpr int kDeepBind = RTLD_DEEPBIND;
 #endif
+
+void* OpenModule(const std::string& path) {
+#ifdef SLUICE_SP_OWN_NAMESPACE
+  return ::dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
+  return ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
+}
 
 Module LoadModule() {
   Module m;
   void* handle = nullptr;
   for (const std::string& candidate :
        {ExecutableDir() + "libsluice_sentencepiece.so", std::string(SLUICE_SENTENCEPIECE_MODULE)}) {
-    handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
+    handle = OpenModule(candidate);
     if (handle != nullptr) break;
     m.error += std::string(m.error.empty() ? "" : "; ") + ::dlerror();
   }

@@ -5,8 +5,8 @@
 // libsluice_sentencepiece.so (sentencepiece_module.cc, a C interface) links it and is dlopen()ed with
 // RTLD_LOCAL | RTLD_DEEPBIND, so that sentencepiece resolves its protobuf symbols within itself and nothing else
 // sees them. The module is looked for next to the executable first, then where the build put it. (Sanitizer
-// builds load it without RTLD_DEEPBIND, which their runtimes refuse: there it works only in binaries without
-// libprotobuf.)
+// builds, whose runtimes refuse RTLD_DEEPBIND, load it into a link-map namespace of its own with dlmopen: the
+// module is built uninstrumented there.)
 // (Debian's sentencepiece_processor.h also declares `namespace absl { using std::string_view; }`, which collides
 // with the real Abseil: only sentencepiece_module.cc includes it.)
 // Thread-safety: immutable after Load; Encode/Decode are const and safe from any thread.

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backend/base/tsan_handoff.h"
 
 namespace sluice::voice {
 
@@ -30,14 +31,19 @@ absl::Status DecodeExecutor::Submit(int64_t bytes, std::function<void()> work) {
     ++admitted_;
     bytes_ += bytes;
   }
-  arena_.enqueue(group_.defer([this, bytes, work = std::move(work)] {
+  tbb::task_handle task = group_.defer([this, bytes, work = std::move(work)] {
+    SLUICE_TSAN_ACQUIRE(this);
     // The work reports its own failures; nothing may escape into oneTBB, which would rethrow it at WaitIdle.
     try {
       work();
     } catch (...) {
     }
     Done(bytes);
-  }));
+  });
+  // oneTBB runs an enqueued task after enqueue was called (its queue orders the two), invisibly to TSan (Debian's
+  // libtbb is not instrumented): what the submitter wrote before (the task, the work's caller) is handed over.
+  SLUICE_TSAN_RELEASE(this);
+  arena_.enqueue(std::move(task));
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "backend/base/sync.h"
+#include "backend/base/tsan_handoff.h"
 #include "server/kserve/grpc_service.h"
 #include "server/voice/offline_recognition.h"
 #include "server/voice/riva_results.h"
@@ -55,6 +56,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnCancel() override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs OnCancel after the handler returned the reactor (Recognize's release)
     std::shared_ptr<OfflineRecognition> recognition;
     {
       MutexLock lock(&mu_);
@@ -65,6 +67,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnDone() override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release), on another thread
     bool delete_now;
     {
       MutexLock lock(&mu_);
@@ -102,6 +105,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   // Answers `status` before any recognition started.
   void Refuse(const absl::Status& status) {
     metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kOffline, static_cast<int>(status.code()));
+    SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
     Finish(ToGrpcStatus(status));
   }
 
@@ -127,6 +131,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     const ModelConfig& config = voice_->model.config();
     if (!result.ok()) {
       metrics_->RecordAnswer(config, VoiceApi::kOffline, static_cast<int>(result.status().code()));
+      SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
       Finish(ToGrpcStatus(result.status()));
       return;
     }
@@ -137,6 +142,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     out->set_channel_tag(1);
     out->set_audio_processed(static_cast<float>(result->audio_seconds));
     if (request_->has_id()) *response_->mutable_id() = request_->id();
+    SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
     Finish(grpc::Status::OK);
   }
 
@@ -199,6 +205,7 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
              !queued.ok()) {
     reactor->RefuseUnstarted(queued);
   }
+  SLUICE_TSAN_RELEASE(reactor);  // gRPC binds the reactor, then may run OnCancel, after this handler returns
   return reactor;
 }
 

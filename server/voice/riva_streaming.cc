@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backend/base/sync.h"
+#include "backend/base/tsan_handoff.h"
 #include "server/kserve/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"
@@ -38,9 +39,11 @@ class StreamingReactor final
       StartReadLocked();
     }
     ArmIdleAlarm();
+    SLUICE_TSAN_RELEASE(this);  // gRPC runs OnCancel (the one reaction not under mu_ at once) after the handler returns
   }
 
   void OnReadDone(bool ok) override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after the StartRead (preceded by a release) that asked for it
     std::optional<ScheduledWindow> window;
     {
       MutexLock lock(&mu_);
@@ -61,6 +64,7 @@ class StreamingReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after the StartWrite (preceded by a release) that asked for it
     MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {  // the client is gone: nothing more can be sent
@@ -73,6 +77,7 @@ class StreamingReactor final
   }
 
   void OnCancel() override {
+    SLUICE_TSAN_ACQUIRE(this);  // see the constructor
     InferHandle handle;
     {
       MutexLock lock(&mu_);
@@ -83,6 +88,7 @@ class StreamingReactor final
   }
 
   void OnDone() override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release) and after every reaction
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
     AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
@@ -219,6 +225,7 @@ class StreamingReactor final
   void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     reading_ = true;
     read_started_ = absl::Now();
+    SLUICE_TSAN_RELEASE(this);  // for OnReadDone, on another thread
     StartRead(&request_);
   }
 
@@ -237,10 +244,12 @@ class StreamingReactor final
     }
     // Should OnDone run before Set (its Cancel then finds nothing armed), the alarm fires at `at` and deletes the
     // reactor then: late by at most one timeout, never leaked.
+    SLUICE_TSAN_RELEASE(this);  // grpc::Alarm runs the callback after Set, on a gRPC thread
     alarm->Set(absl::ToChronoTime(at), [this](bool fired) { OnIdleAlarm(fired); });
   }
 
   void OnIdleAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_) {
+    SLUICE_TSAN_ACQUIRE(this);  // see ArmIdleAlarm
     bool rearm = false;
     {
       MutexLock lock(&mu_);
@@ -416,6 +425,7 @@ class StreamingReactor final
     if (writing_ || finishing_) return;
     if (!failure_ && !writes_.empty()) {
       writing_ = true;
+      SLUICE_TSAN_RELEASE(this);  // for OnWriteDone, on another thread
       StartWrite(&writes_.front());
       return;
     }
@@ -424,6 +434,7 @@ class StreamingReactor final
     finishing_ = true;
     const grpc::Status status = failure_.value_or(grpc::Status::OK);
     finish_code_ = static_cast<int>(status.error_code());
+    SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
     Finish(status);
   }
 

@@ -138,7 +138,8 @@ TEST(RivaInProcessTest, RecognizeWithShortRandomDeadlinesIsAnsweredEveryTime) {
           << outcome.status.error_code() << " " << outcome.status.error_message();
     }
   }
-  EXPECT_TRUE(Recognize(riva.stub(), "quick", audio).status.ok());
+  const RecognizeOutcome after = Recognize(riva.stub(), "quick", audio);
+  EXPECT_TRUE(after.status.ok()) << after.status.error_code() << " " << after.status.error_message();
 }
 
 TEST(RivaInProcessTest, StreamsBeyondTheQueueDepthEachEndWithAFinalOrAClearStatus) {

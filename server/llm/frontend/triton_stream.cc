@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "backend/base/sync.h"
+#include "backend/base/tsan_handoff.h"
 #include "server/llm/frontend/triton_stream_codec.h"
 
 namespace sluice {
@@ -36,6 +37,7 @@ class Stream final : public TritonStreamReactor {
   explicit Stream(ModelHub* hub) : hub_(hub) {}
 
   void Begin(const grpc::Status& auth) {
+    HandOver();
     if (!auth.ok()) return Finish(auth);
     StartRead(&request_);
   }
@@ -70,7 +72,10 @@ class Stream final : public TritonStreamReactor {
     // The stream cannot finish here: a caller is in OnReadDone (no half-close yet) or a sink whose call is still
     // in calls_. So the cancellations (which may run CallDone on this thread) leave `this` alive.
     for (const GenerationHandle& handle : cancel) handle.Cancel();
-    if (write) StartWrite(&current_);
+    if (write) {
+      HandOver();
+      StartWrite(&current_);
+    }
     return !overflowed;
   }
 
@@ -86,8 +91,14 @@ class Stream final : public TritonStreamReactor {
       if (!writing_) write = TakeNextLocked();
       if (!write) finish = ShouldFinishLocked(&end);
     }
-    if (write) StartWrite(&current_);
-    if (finish) Finish(end);
+    if (write) {
+      HandOver();
+      StartWrite(&current_);
+    }
+    if (finish) {
+      HandOver();
+      Finish(end);
+    }
   }
 
   bool broken() {
@@ -96,6 +107,7 @@ class Stream final : public TritonStreamReactor {
   }
 
   void OnReadDone(bool ok) override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs a reaction after the StartRead/StartWrite that asked for it
     if (!ok) {  // the client half-closed (or the stream broke): finish once every request is answered
       bool finish = false;
       grpc::Status end;
@@ -104,7 +116,10 @@ class Stream final : public TritonStreamReactor {
         reads_done_ = true;
         finish = ShouldFinishLocked(&end);
       }
-      if (finish) Finish(end);
+      if (finish) {
+        HandOver();
+        Finish(end);
+      }
       return;
     }
     HandleRequest();
@@ -121,11 +136,18 @@ class Stream final : public TritonStreamReactor {
         finish = ShouldFinishLocked(&end);
       }
     }
-    if (finish) return Finish(end);
-    if (!overflowed) StartRead(&request_);
+    if (finish) {
+      HandOver();
+      return Finish(end);
+    }
+    if (!overflowed) {
+      HandOver();
+      StartRead(&request_);
+    }
   }
 
   void OnWriteDone(bool ok) override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs a reaction after the StartRead/StartWrite that asked for it
     bool write = false;
     bool finish = false;
     grpc::Status end;
@@ -138,22 +160,38 @@ class Stream final : public TritonStreamReactor {
       if (!write) finish = ShouldFinishLocked(&end);
     }
     for (const GenerationHandle& handle : cancel) handle.Cancel();  // may run CallDone here: no lock held
-    if (write) StartWrite(&current_);
-    if (finish) Finish(end);
+    if (write) {
+      HandOver();
+      StartWrite(&current_);
+    }
+    if (finish) {
+      HandOver();
+      Finish(end);
+    }
   }
 
   void OnCancel() override {
+    SLUICE_TSAN_ACQUIRE(this);  // gRPC runs OnCancel after the handler returned the reactor (built, then Begin)
     std::vector<GenerationHandle> cancel;
     {
       MutexLock lock(&mu_);
       cancel = BreakLocked();
     }
     for (const GenerationHandle& handle : cancel) handle.Cancel();
+    HandOver();  // OnDone may come next, on another thread
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    // gRPC calls OnDone after Finish and after every other reaction has returned (ServerBidiReactor's contract):
+    // what they and the sinks did (each released `this` before its gRPC operation) happens before the delete.
+    SLUICE_TSAN_ACQUIRE(this);
+    delete this;
+  }
 
  private:
+  // Before each StartRead/StartWrite/Finish: gRPC's next reaction (or OnDone) on another thread sees what this
+  // thread wrote (gRPC orders them through its own, uninstrumented locks; see backend/base/tsan_handoff.h).
+  void HandOver() { SLUICE_TSAN_RELEASE(this); }
   void HandleRequest();
 
   // The stream can no longer deliver: drop what is queued and return the handles of the running requests.
