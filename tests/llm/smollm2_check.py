@@ -99,7 +99,8 @@ def reference(hf_dir: str):
 
 def write_served_reference(path, tok, eos_ids, prompts, ref, margins):
     """The chats' references for smollm2_serving_check.py (whose venv has only `openai`): the text of every prefix
-    of transformers' greedy tokens, as its tokenizer decodes them, so the served text is compared token by token."""
+    of transformers' greedy tokens, as its tokenizer decodes them, so a served text that differs
+    is placed at its first differing token (and its top-2 margin)."""
     cases = [{"messages": chat, "prompt_ids": p, "output_ids": t, "top2_margins": m,
               "prefix_texts": [tok.decode(t[:i], skip_special_tokens=True) for i in range(len(t) + 1)]}
              for chat, p, (t, _), m in zip(CHATS, prompts, ref, margins)]
