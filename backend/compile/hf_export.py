@@ -78,13 +78,13 @@ def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches
         llama_export.export_graphs(ckpt.model, os.path.join(tmp, "graphs"), target, prefill, batches, kvs, slots,
                                    log)
         notes = [f"{ckpt.hf['model_type']} checkpoint, weights {ckpt.stored_dtypes} -> float32",
-                 f"eos ids of the checkpoint: {ckpt.eos_ids} (eos_token_id below is the first)"]
+                 f"eos ids of the checkpoint: {ckpt.eos_ids}"]
         if cfg.sliding_window:
             notes.append(f"sliding_window {cfg.sliding_window}: honoured inside the graphs")
         with open(os.path.join(tmp, "config.yaml"), "w") as f:
             f.write(llama_export.config_yaml(
                 name, cfg, target, prefill, batches, kvs, slots, ckpt.bos if ckpt.adds_bos else -1,
-                ckpt.eos_ids[0] if ckpt.eos_ids else -1, f"from {os.path.abspath(checkpoint)}", tokenizer, notes,
+                eos_setting(ckpt.eos_ids), f"from {os.path.abspath(checkpoint)}", tokenizer, notes,
                 "hf_export.py"))
         copied = [f for f in SIDE_FILES if os.path.exists(os.path.join(checkpoint, f))]
         for f in copied:
@@ -100,6 +100,14 @@ def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(final) for f in fs)
     log(f"exported in {seconds:.1f} s, {size / 2**20:.0f} MiB -> {final}")
     return seconds
+
+
+def eos_setting(eos_ids):
+    """config.yaml's eos_token_id: the one id, or the whole list when the checkpoint has several (Llama 3 ends on
+    <|end_of_text|> and <|eot_id|>; the server stops on any of them); -1 when it has none."""
+    if not eos_ids:
+        return -1
+    return eos_ids[0] if len(eos_ids) == 1 else list(eos_ids)
 
 
 def main() -> int:

@@ -148,9 +148,10 @@ def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_si
 # ---- config.yaml --------------------------------------------------------------------------------------------------
 
 def config_yaml(name: str, cfg: llama.LlamaConfig, target: str, prefill_lengths, batch_sizes, kv_lengths,
-                slots: int, bos: int, eos: int, source: str, tokenizer: str = "tokenizer.model",
+                slots: int, bos: int, eos, source: str, tokenizer: str = "tokenizer.model",
                 notes=(), tool: str = "llama_export.py") -> str:
-    """config.yaml text. `notes`: extra comment lines written after the header."""
+    """config.yaml text. `eos`: one id or a list (every id ends a sequence). `notes`: extra comment lines written
+    after the header."""
     import yaml
     f = common._flow  # noqa: SLF001 (the house YAML flow emitter)
     if target == "neuron":

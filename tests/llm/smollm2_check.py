@@ -10,9 +10,10 @@ transformers on the same dequantized weights:
   4. check_generation_padding.py (transformers' tokens as reference_generation.json): in-place cache writes,
      prompt-bucket and batch padding invariance, KV buckets, greedy alone and batched == transformers token for
      token (near-tie rule);
-  5. generation_bench.py: memory and tokens/s (printed, never pass/fail).
+  5. generation_bench.py: memory and tokens/s (printed, never pass/fail);
+  6. writes SERVED_REFERENCE (the chats' references, JSON) for smollm2_serving_check.py.
 
-  VENV/bin/python tests/llm/smollm2_check.py GGUF_FILE HF_DIR EXPORT_DIR
+  VENV/bin/python tests/llm/smollm2_check.py GGUF_FILE HF_DIR EXPORT_DIR SERVED_REFERENCE
 """
 import json
 import os
@@ -80,6 +81,8 @@ def reference(hf_dir: str):
         out = model.generate(torch.tensor([answer_ids]), attention_mask=torch.ones(1, len(answer_ids), dtype=torch.long),
                              max_new_tokens=24, do_sample=False, pad_token_id=tok.pad_token_id)
     answer = tok.decode(out[0, len(answer_ids):], skip_special_tokens=True)
+    eos = model.generation_config.eos_token_id
+    eos_ids = eos if isinstance(eos, list) else [eos]
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
     prompts = [tok.apply_chat_template(c, add_generation_prompt=True) for c in CHATS]
@@ -91,11 +94,22 @@ def reference(hf_dir: str):
                                max_new_tokens=MAX_NEW_TOKENS, do_sample=False, output_logits=True,
                                return_dict_in_generate=True)
             ref.append((r.sequences[0, len(ids):].tolist(), torch.cat(r.logits, 0).float()))
-    return tok, answer, prompts, ref
+    return tok, answer, eos_ids, prompts, ref
+
+
+def write_served_reference(path, tok, eos_ids, prompts, ref, margins):
+    """The chats' references for smollm2_serving_check.py (whose venv has only `openai`): the text of every prefix
+    of transformers' greedy tokens, as its tokenizer decodes them, so a served text that differs
+    is placed at its first differing token (and its top-2 margin)."""
+    cases = [{"messages": chat, "prompt_ids": p, "output_ids": t, "top2_margins": m,
+              "prefix_texts": [tok.decode(t[:i], skip_special_tokens=True) for i in range(len(t) + 1)]}
+             for chat, p, (t, _), m in zip(CHATS, prompts, ref, margins)]
+    with open(path, "w") as f:
+        json.dump({"eos_ids": eos_ids, "cases": cases}, f)
 
 
 def main() -> int:
-    gguf_path, hf_dir, export_dir = sys.argv[1:4]
+    gguf_path, hf_dir, export_dir, served_reference = sys.argv[1:5]
     torch.set_num_threads(1)
     ok = True
     cfg = json.load(open(os.path.join(hf_dir, "config.json")))
@@ -112,7 +126,7 @@ def main() -> int:
           flush=True)
 
     t0 = time.monotonic()
-    tok, answer, prompts, ref = reference(hf_dir)
+    tok, answer, eos_ids, prompts, ref = reference(hf_dir)
     paris = "Paris" in answer
     ok = ok and paris
     print(f"{'ok  ' if paris else 'FAIL'} transformers on the converted checkpoint answers {answer!r} "
@@ -132,6 +146,7 @@ def main() -> int:
     cases = [{"prompt_ids": p, "output_ids": t, "top2_margins": m} for p, (t, _), m in zip(prompts, ref, margins)]
     with open(os.path.join(export_dir, "reference_generation.json"), "w") as f:
         json.dump({"model": "smollm2_135m", "max_new_tokens": MAX_NEW_TOKENS, "cases": cases}, f)
+    write_served_reference(served_reference, tok, eos_ids, prompts, ref, margins)
     check = subprocess.run([SYSTEM_PYTHON, os.path.join(COMPILE, "check_generation_padding.py"), export_dir],
                            capture_output=True, text=True, timeout=900)
     print(check.stdout + check.stderr, flush=True)
