@@ -7,6 +7,7 @@ set(SLUICE_LOADTEST_SOURCES
   # core/: the run loop and what it is measured against (API-neutral), and the seam to each API
   ${CMAKE_CURRENT_LIST_DIR}/core/api.cc                # enum class Api, parsed once from --api
   ${CMAKE_CURRENT_LIST_DIR}/core/api_driver.cc         # ApiDriver: one API's part of a run (app.cc picks one)
+  ${CMAKE_CURRENT_LIST_DIR}/core/load_client.cc       # LoadClient: the runner's seam (Call in, Outcome out)
   ${CMAKE_CURRENT_LIST_DIR}/core/length_profile.cc     # input-length profiles (fixed, uniform, lognormal/speech, file)
   ${CMAKE_CURRENT_LIST_DIR}/core/arrival_process.cc    # open-loop arrivals (Poisson, Gamma with burstiness, constant)
   ${CMAKE_CURRENT_LIST_DIR}/core/workload.cc           # request i = f(seed, i): model, length, input data
@@ -19,6 +20,7 @@ set(SLUICE_LOADTEST_SOURCES
   # kserve/: KServe v2 over gRPC and HTTP (--api kserve)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/model_info.cc       # what the server says about a model; model mixes
   ${CMAKE_CURRENT_LIST_DIR}/kserve/infer_client.cc     # the client seam: async calls + metadata/config/statistics
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/call_proto.cc       # Call/Outcome <-> ModelInferRequest/Response
   ${CMAKE_CURRENT_LIST_DIR}/kserve/grpc_infer_client.cc  # ... over gRPC (callback API)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/http_infer_client.cc  # ... over HTTP (cpp-httplib, a connection and thread per call)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/kserve_http.cc      # KServe v2 REST binary-data request/response codec
