@@ -7,6 +7,7 @@ set(SLUICE_LOADTEST_SOURCES
   # core/: the run loop and what it is measured against (API-neutral), and the seam to each API
   ${CMAKE_CURRENT_LIST_DIR}/core/api.cc                # enum class Api, parsed once from --api
   ${CMAKE_CURRENT_LIST_DIR}/core/api_driver.cc         # ApiDriver: one API's part of a run (app.cc picks one)
+  ${CMAKE_CURRENT_LIST_DIR}/core/load_client.cc       # LoadClient: the runner's seam (Call in, Outcome out)
   ${CMAKE_CURRENT_LIST_DIR}/core/length_profile.cc     # input-length profiles (fixed, uniform, lognormal/speech, file)
   ${CMAKE_CURRENT_LIST_DIR}/core/arrival_process.cc    # open-loop arrivals (Poisson, Gamma with burstiness, constant)
   ${CMAKE_CURRENT_LIST_DIR}/core/workload.cc           # request i = f(seed, i): model, length, input data
@@ -18,7 +19,8 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/core/padding_plan.cc       # --dry-run: bucket shares and padding efficiency of a traffic profile
   # kserve/: KServe v2 over gRPC and HTTP (--api kserve)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/model_info.cc       # what the server says about a model; model mixes
-  ${CMAKE_CURRENT_LIST_DIR}/kserve/infer_client.cc     # the client seam: async calls + metadata/config/statistics
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/infer_client.cc     # KServe v2 client: a LoadClient + metadata/config/statistics
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/call_proto.cc       # Call/Outcome <-> ModelInferRequest/Response
   ${CMAKE_CURRENT_LIST_DIR}/kserve/grpc_infer_client.cc  # ... over gRPC (callback API)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/http_infer_client.cc  # ... over HTTP (cpp-httplib, a connection and thread per call)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/kserve_http.cc      # KServe v2 REST binary-data request/response codec
@@ -27,7 +29,7 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/speech/audio_folder.cc     # recordings from a folder (libsndfile)
   ${CMAKE_CURRENT_LIST_DIR}/speech/wer.cc              # word error rate (word-level Levenshtein with S/I/D)
   ${CMAKE_CURRENT_LIST_DIR}/speech/speech_audio.cc     # 16-bit PCM / WAV bytes (libsndfile), chunk arithmetic
-  ${CMAKE_CURRENT_LIST_DIR}/speech/riva_offline_client.cc  # the client seam over Riva Recognize (--api riva-offline)
+  ${CMAKE_CURRENT_LIST_DIR}/speech/riva_offline_client.cc  # a LoadClient over Riva Recognize (--api riva-offline)
   ${CMAKE_CURRENT_LIST_DIR}/speech/stream_call.cc      # one Riva StreamingRecognize call (callback bidi reactor)
   ${CMAKE_CURRENT_LIST_DIR}/speech/stream_runner.cc    # --api riva-streaming: N stream slots, real-time pacing
   ${CMAKE_CURRENT_LIST_DIR}/speech/speech_summary.cc   # RTFx, chunk/final latency, WER of a speech run

@@ -34,7 +34,7 @@ double SecondsSince(Clock::time_point start) { return std::chrono::duration<doub
 // completion callbacks touch only shared_, the progress bar's thread reads shared_ and progress_sent_.
 class LoadRun {
  public:
-  LoadRun(const RunOptions& options, const Workload& workload, InferClient& client)
+  LoadRun(const RunOptions& options, const Workload& workload, LoadClient& client)
       : options_(options),
         workload_(workload),
         client_(client),
@@ -112,17 +112,17 @@ class LoadRun {
     }
     const auto deadline = std::chrono::system_clock::now() +
                           std::chrono::microseconds(static_cast<int64_t>(options_.timeout_ms * 1e3));
-    client_.Send(std::move(planned.proto), deadline,
+    client_.Send(std::move(planned.call), deadline,
                  [shared = &shared_, start = start_, record, on_response = &options_.on_response](
-                     const grpc::Status& status, const inference::ModelInferResponse& response) mutable {
+                     const Outcome& outcome) mutable {
                    record.done_s = SecondsSince(start);
-                   record.code = static_cast<int>(status.error_code());
-                   if (record.ok() && *on_response) (*on_response)(record, response);
+                   record.code = outcome.code;
+                   if (record.ok() && *on_response) (*on_response)(record, outcome);
                    MutexLock lock(&shared->mu);
                    --shared->in_flight;
                    shared->slot_freed.Signal();
                    (record.ok() ? shared->ok : shared->errors) += 1;
-                   if (!record.ok()) shared->first_errors.emplace(record.code, status.error_message());
+                   if (!record.ok()) shared->first_errors.emplace(record.code, outcome.message);
                    shared->records.push_back(record);
                  });
   }
@@ -132,11 +132,11 @@ class LoadRun {
     const PlannedRequest drawn = workload_.Draw(options_.first_index + static_cast<uint64_t>(sent_));
     RequestRecord record = TakeNextRecord(scheduled_s, drawn);
     record.sent_s = record.done_s = scheduled_s;
-    record.code = -1;
+    record.code = kClientDroppedCode;
     CountSent(record);
     MutexLock lock(&shared_.mu);
     ++shared_.errors;
-    shared_.first_errors.emplace(-1, "--max-outstanding calls were in flight: the arrival was not sent");
+    shared_.first_errors.emplace(kClientDroppedCode, "--max-outstanding calls were in flight: the arrival was not sent");
     shared_.records.push_back(record);
   }
 
@@ -224,7 +224,7 @@ class LoadRun {
 
   const RunOptions& options_;
   const Workload& workload_;
-  InferClient& client_;
+  LoadClient& client_;
   const bool closed_;
   const Clock::time_point start_ = Clock::now();
   const double measured_end_s_;
@@ -240,7 +240,7 @@ class LoadRun {
 
 }  // namespace
 
-absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& workload, InferClient& client) {
+absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& workload, LoadClient& client) {
   const bool closed = options.concurrency > 0;
   if (closed == (options.rate > 0)) return absl::InvalidArgumentError("set exactly one of concurrency and rate");
   if (options.rate > 0 && options.arrival == ArrivalKind::kGamma && !(options.burstiness > 0)) {

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "loadtest/core/arrival_process.h"
 #include "loadtest/core/workload.h"
-#include "loadtest/kserve/infer_client.h"
+#include "loadtest/core/load_client.h"
 
 namespace sluice::loadtest {
 
@@ -46,8 +46,8 @@ struct RunOptions {
   // Must return quickly (it delays that send).
   std::function<void()> on_measure_start;
   // Called for every call that ends OK, on the client's thread, with its record (done_s and code set) and
-  // answer (e.g. riva-offline's transcript). Must be short and thread-safe.
-  std::function<void(const RequestRecord&, const inference::ModelInferResponse&)> on_response;
+  // outcome (e.g. riva-offline's transcript). Must be short and thread-safe.
+  std::function<void(const RequestRecord&, const Outcome&)> on_response;
 };
 
 // One request as the load generator saw it. Times are seconds since the run started.
@@ -58,7 +58,7 @@ struct RequestRecord {
   double scheduled_s = 0;  // open loop: the arrival time; closed loop: the send time
   double sent_s = 0;
   double done_s = 0;
-  int code = 0;  // grpc::StatusCode; -1: dropped by the client
+  int code = 0;  // grpc::StatusCode; kClientDroppedCode (-1): dropped by the client
   bool measured = false;
 
   bool ok() const { return code == 0; }
@@ -81,6 +81,6 @@ struct RunResult {
 };
 
 // REQUIRES: exactly one of concurrency and rate is positive; duration_s or requests or the caps bound the run.
-absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& workload, InferClient& client);
+absl::StatusOr<RunResult> RunLoad(const RunOptions& options, const Workload& workload, LoadClient& client);
 
 }  // namespace sluice::loadtest

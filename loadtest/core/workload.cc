@@ -109,20 +109,19 @@ PlannedRequest Workload::Make(uint64_t index) const {
   const int64_t pool_elements = static_cast<int64_t>(pool.size() / element_size);
   const int64_t offset = static_cast<int64_t>(MixSeed(seed_ ^ 0x5eed, index) % (pool_elements - elements + 1));
 
-  inference::ModelInferRequest& proto = planned.proto;
-  proto.set_model_name(info.name);
-  proto.set_id(absl::StrCat(index));  // the request's index: a client may derive more of the request from it
-  auto* input = proto.add_inputs();
-  input->set_name(info.input_name);
-  input->set_datatype(info.datatype);
-  input->add_shape(1);
-  input->add_shape(planned.length);
-  for (int64_t d : info.fixed_dims) input->add_shape(d);
+  Call& call = planned.call;
+  call.index = index;  // a client may derive more of the request from it
+  call.model = info.name;
+  CallTensor& input = call.inputs.emplace_back();
+  input.name = info.input_name;
+  input.datatype = info.datatype;
+  input.shape = {1, planned.length};
+  input.shape.insert(input.shape.end(), info.fixed_dims.begin(), info.fixed_dims.end());
   if (planned.clip >= 0) {
     const std::vector<float>& samples = models_[planned.model].audio->clips[planned.clip].samples;
-    proto.add_raw_input_contents(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
+    input.raw.assign(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
   } else {
-    proto.add_raw_input_contents(pool.substr(offset * element_size, elements * element_size));
+    input.raw = pool.substr(offset * element_size, elements * element_size);
   }
   return planned;
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "grpc_service.pb.h"
+#include "loadtest/core/call.h"
 #include "loadtest/core/length_profile.h"
 #include "loadtest/kserve/model_info.h"
 #include "loadtest/speech/audio_folder.h"
@@ -31,7 +31,7 @@ struct PlannedRequest {
   int model = 0;  // index into Workload::models()
   int64_t length = 0;
   int clip = -1;  // index into the model's audio clips, -1 for generated data
-  inference::ModelInferRequest proto;
+  Call call;  // what the runner sends: the model, the index, one input
 };
 
 class Workload {

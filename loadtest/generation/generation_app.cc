@@ -180,7 +180,7 @@ struct CaseContext {
 };
 
 // The greedy request of `c`, its prompt as ids or (text_only) as the text that tokenizes to them.
-absl::StatusOr<inference::ModelInferRequest> CaseRequest(const ReferenceCase& c, const CaseContext& ctx) {
+absl::StatusOr<Call> CaseRequest(const ReferenceCase& c, const CaseContext& ctx) {
   GenerationSpec spec;
   spec.model = ctx.model;
   spec.prompt_ids = c.prompt;
@@ -194,10 +194,9 @@ absl::StatusOr<inference::ModelInferRequest> CaseRequest(const ReferenceCase& c,
     spec.prompt_ids.clear();
     spec.prompt_text = *std::move(text);
   }
-  inference::ModelInferRequest request;
-  GenerationSpecToProto(spec, request);
-  request.set_id(absl::StrCat("verify-", c.index));
-  return request;
+  Call call = GenerationSpecToCall(spec);
+  call.id = absl::StrCat("verify-", c.index);
+  return call;
 }
 
 // Sends case `c` and compares the answer token for token; counts it into `report`.
@@ -207,17 +206,16 @@ void VerifyCase(const ReferenceCase& c, const CaseContext& ctx, VerifyReport& re
     ++report.mismatched_cases;
     if (report.failures.size() < 8) report.failures.push_back(absl::StrCat("case ", c.index, ": ", what));
   };
-  absl::StatusOr<inference::ModelInferRequest> request = CaseRequest(c, ctx);
-  if (!request.ok()) return fail(std::string(request.status().message()));
-  inference::ModelInferResponse response;
+  absl::StatusOr<Call> call = CaseRequest(c, ctx);
+  if (!call.ok()) return fail(std::string(call.status().message()));
   const auto deadline =
       std::chrono::system_clock::now() + std::chrono::microseconds(static_cast<int64_t>(ctx.timeout_ms * 1e3));
-  const grpc::Status status = ctx.client->Infer(*std::move(request), deadline, &response);
-  if (!status.ok()) {
+  const Outcome answer = ctx.client->SendAndWait(*std::move(call), deadline);
+  if (!answer.ok()) {
     ++report.failed_calls;
-    return fail(absl::StrCat(GrpcCodeName(status.error_code()), ": ", status.error_message()));
+    return fail(absl::StrCat(GrpcCodeName(answer.code), ": ", answer.message));
   }
-  const GenerationOutcome outcome = OutcomeFromResponse(response);
+  const GenerationOutcome outcome = GenerationOutcomeOf(answer);
   IncrementalDetokenizer detokenizer(ctx.tokenizer);
   std::vector<std::string> pieces;
   for (int32_t id : c.output) pieces.push_back(detokenizer.Add(id));

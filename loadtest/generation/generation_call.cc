@@ -3,52 +3,49 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "loadtest/generation/generation_plan.h"
 
 namespace sluice::loadtest {
 namespace {
 
-const inference::InferParameter* Param(const inference::ModelInferRequest& proto, const char* key) {
-  auto it = proto.parameters().find(key);
-  return it == proto.parameters().end() ? nullptr : &it->second;
+template <typename T>
+std::optional<T> Get(const Call& call, const char* key) {
+  const CallParameter* p = call.Parameter(key);
+  if (p == nullptr) return std::nullopt;
+  if (const T* value = std::get_if<T>(p)) return *value;
+  return std::nullopt;
 }
 
 }  // namespace
 
-void GenerationSpecToProto(const GenerationSpec& spec, inference::ModelInferRequest& proto) {
-  proto.set_model_name(spec.model);
-  proto.clear_inputs();
-  proto.clear_raw_input_contents();
-  auto* input = proto.add_inputs();
+Call GenerationSpecToCall(const GenerationSpec& spec) {
+  Call call;
+  call.model = spec.model;
+  CallTensor& input = call.inputs.emplace_back();
   if (!spec.prompt_ids.empty()) {
-    input->set_name("prompt_ids");
-    input->set_datatype("INT32");
-    input->add_shape(1);
-    input->add_shape(static_cast<int64_t>(spec.prompt_ids.size()));
-    proto.add_raw_input_contents(reinterpret_cast<const char*>(spec.prompt_ids.data()),
-                                 spec.prompt_ids.size() * sizeof(int32_t));
+    input.name = "prompt_ids";
+    input.datatype = "INT32";
+    input.shape = {1, static_cast<int64_t>(spec.prompt_ids.size())};
+    input.raw.assign(reinterpret_cast<const char*>(spec.prompt_ids.data()), spec.prompt_ids.size() * sizeof(int32_t));
   } else {
-    input->set_name("text_input");
-    input->set_datatype("BYTES");
-    input->add_shape(1);
-    proto.add_raw_input_contents(spec.prompt_text);
+    input.name = "text_input";
+    input.datatype = "BYTES";
+    input.shape = {1};
+    input.raw = spec.prompt_text;
   }
-  auto& params = *proto.mutable_parameters();
-  params["max_tokens"].set_int64_param(spec.max_tokens);
-  params["ignore_eos"].set_bool_param(spec.ignore_eos);
-  params["chat"].set_bool_param(spec.chat);
-  if (spec.temperature) params["temperature"].set_double_param(*spec.temperature);
-  if (spec.seed) params["seed"].set_int64_param(*spec.seed);
-  if (spec.prompt_tokens) params["prompt_tokens"].set_int64_param(*spec.prompt_tokens);
+  call.parameters = {{"max_tokens", spec.max_tokens}, {"ignore_eos", spec.ignore_eos}, {"chat", spec.chat}};
+  if (spec.temperature) call.parameters.emplace_back("temperature", *spec.temperature);
+  if (spec.seed) call.parameters.emplace_back("seed", *spec.seed);
+  if (spec.prompt_tokens) call.parameters.emplace_back("prompt_tokens", *spec.prompt_tokens);
+  return call;
 }
 
-absl::StatusOr<GenerationSpec> GenerationSpecFromProto(const inference::ModelInferRequest& proto) {
-  if (proto.inputs_size() != 1 || proto.raw_input_contents_size() != 1) {
-    return absl::InvalidArgumentError("a generation request carries one prompt input");
-  }
+absl::StatusOr<GenerationSpec> GenerationSpecFromCall(const Call& call) {
+  if (call.inputs.size() != 1) return absl::InvalidArgumentError("a generation request carries one prompt input");
   GenerationSpec spec;
-  spec.model = proto.model_name();
-  const std::string& raw = proto.raw_input_contents(0);
-  const std::string& datatype = proto.inputs(0).datatype();
+  spec.model = call.model;
+  const std::string& raw = call.inputs[0].raw;
+  const std::string& datatype = call.inputs[0].datatype;
   if (datatype == "INT32") {
     spec.prompt_ids.resize(raw.size() / sizeof(int32_t));
     std::memcpy(spec.prompt_ids.data(), raw.data(), spec.prompt_ids.size() * sizeof(int32_t));
@@ -62,51 +59,39 @@ absl::StatusOr<GenerationSpec> GenerationSpecFromProto(const inference::ModelInf
     return absl::InvalidArgumentError(absl::StrCat("a prompt of datatype ", datatype, " cannot be sent"));
   }
   if (spec.prompt_ids.empty() && spec.prompt_text.empty()) return absl::InvalidArgumentError("an empty prompt");
-  if (const auto* p = Param(proto, "max_tokens")) spec.max_tokens = p->int64_param();
-  if (const auto* p = Param(proto, "ignore_eos")) spec.ignore_eos = p->bool_param();
-  if (const auto* p = Param(proto, "chat")) spec.chat = p->bool_param();
-  if (const auto* p = Param(proto, "temperature")) spec.temperature = p->double_param();
-  if (const auto* p = Param(proto, "seed")) spec.seed = p->int64_param();
-  if (const auto* p = Param(proto, "prompt_tokens")) spec.prompt_tokens = p->int64_param();
+  spec.max_tokens = Get<int64_t>(call, "max_tokens").value_or(0);
+  spec.ignore_eos = Get<bool>(call, "ignore_eos").value_or(false);
+  spec.chat = Get<bool>(call, "chat").value_or(false);
+  spec.temperature = Get<double>(call, "temperature");
+  spec.seed = Get<int64_t>(call, "seed");
+  spec.prompt_tokens = Get<int64_t>(call, "prompt_tokens");
   if (spec.chat && spec.prompt_text.empty()) return absl::InvalidArgumentError("chat needs a text prompt");
   return spec;
 }
 
-void OutcomeToResponse(const GenerationOutcome& o, inference::ModelInferResponse& response) {
-  auto& params = *response.mutable_parameters();
-  params["prompt_tokens"].set_int64_param(o.prompt_tokens.value_or(0));
-  params["completion_tokens"].set_int64_param(o.completion_tokens.value_or(0));
-  params["finish_reason"].set_string_param(o.finish_reason);
-  auto* text = response.add_outputs();
-  text->set_name("text_output");
-  text->set_datatype("BYTES");
-  response.add_raw_output_contents(o.text);
-  auto* times = response.add_outputs();
-  times->set_name("chunk_times_s");
-  times->set_datatype("FP64");
-  times->add_shape(static_cast<int64_t>(o.chunk_times_s.size()));
-  response.add_raw_output_contents(reinterpret_cast<const char*>(o.chunk_times_s.data()),
-                                   o.chunk_times_s.size() * sizeof(double));
+absl::StatusOr<GenerationSpec> GenerationSpecOfCall(const Call& call, const GenerationPlan* plan) {
+  absl::StatusOr<GenerationSpec> spec = GenerationSpecFromCall(call);
+  if (spec.ok() && plan != nullptr && call.from_workload()) return plan->Make(call.index, spec->prompt_ids);
+  return spec;
 }
 
-GenerationOutcome OutcomeFromResponse(const inference::ModelInferResponse& response) {
+Outcome GenerationOutcomeToOutcome(const GenerationOutcome& o, const StreamVerdict& verdict) {
+  Outcome outcome = Outcome::Ended(verdict.code, verdict.message);
+  outcome.generation = GeneratedText{o.chunk_times_s, o.text, o.prompt_tokens.value_or(0),
+                                     o.completion_tokens.value_or(0), o.finish_reason};
+  return outcome;
+}
+
+GenerationOutcome GenerationOutcomeOf(const Outcome& outcome) {
   GenerationOutcome o;
-  auto param = [&](const char* key) -> const inference::InferParameter* {
-    auto it = response.parameters().find(key);
-    return it == response.parameters().end() ? nullptr : &it->second;
-  };
-  if (const auto* p = param("prompt_tokens")) o.prompt_tokens = p->int64_param();
-  if (const auto* p = param("completion_tokens")) o.completion_tokens = p->int64_param();
-  if (const auto* p = param("finish_reason")) o.finish_reason = p->string_param();
+  if (!outcome.generation) return o;
+  const GeneratedText& g = *outcome.generation;
+  o.chunk_times_s = g.chunk_times_s;
+  o.text = g.text;
+  o.prompt_tokens = g.prompt_tokens;
+  o.completion_tokens = g.completion_tokens;
+  o.finish_reason = g.finish_reason;
   o.done = true;
-  for (int i = 0; i < response.outputs_size() && i < response.raw_output_contents_size(); ++i) {
-    const std::string& raw = response.raw_output_contents(i);
-    if (response.outputs(i).name() == "text_output") o.text = raw;
-    if (response.outputs(i).name() == "chunk_times_s") {
-      o.chunk_times_s.resize(raw.size() / sizeof(double));
-      std::memcpy(o.chunk_times_s.data(), raw.data(), o.chunk_times_s.size() * sizeof(double));
-    }
-  }
   return o;
 }
 

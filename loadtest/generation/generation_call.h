@@ -1,10 +1,10 @@
 // One generation request and what its stream produced, whatever API carried it (--api openai: OpenAI streamed
 // completions over HTTP, openai_stream.h; --api triton-stream: Triton's ModelStreamInfer over gRPC,
-// triton_stream.h). A generation request travels through the load generator's runner as a KServe
-// ModelInferRequest (so that the runner's loops, caps, warm-up and records serve every API alike): GenerationSpec
-// <-> that message, and the streamed outcome <-> a ModelInferResponse, are the conversions here. Each API's client
-// (an InferClient, infer_client.h) turns the spec into its wire request and its stream into a GenerationOutcome;
-// generation_load.h picks the client by API.
+// triton_stream.h). A generation request travels through the load generator's runner as the runner's own Call
+// (core/call.h; so that the runner's loops, caps, warm-up and records serve every API alike), and comes back as an
+// Outcome whose `generation` holds the streamed result: GenerationSpec <-> Call and GenerationOutcome <-> Outcome
+// are the conversions here. Each API's client (a LoadClient, core/load_client.h) turns the spec into its wire
+// request and its stream into a GenerationOutcome; generation_load.h picks the client by API.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -15,9 +15,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "grpc_service.pb.h"
+#include "loadtest/core/call.h"
 
 namespace sluice::loadtest {
+
+class GenerationPlan;
 
 // One generation request. Exactly one of prompt_ids / prompt_text is the prompt.
 struct GenerationSpec {
@@ -34,10 +36,10 @@ struct GenerationSpec {
   bool chat = false;  // openai: /v1/chat/completions with one user message (text prompts only)
 };
 
-// Carried in a ModelInferRequest: input "prompt_ids" (INT32) or "text_input" (BYTES, raw), parameters max_tokens,
-// ignore_eos, temperature, seed, chat, prompt_tokens.
-void GenerationSpecToProto(const GenerationSpec& spec, inference::ModelInferRequest& proto);
-absl::StatusOr<GenerationSpec> GenerationSpecFromProto(const inference::ModelInferRequest& proto);
+// Carried in a Call: input "prompt_ids" (INT32) or "text_input" (BYTES, raw), parameters max_tokens, ignore_eos,
+// temperature, seed, chat, prompt_tokens. (The workload's calls carry generic INT64 token ids, read as prompt ids.)
+Call GenerationSpecToCall(const GenerationSpec& spec);
+absl::StatusOr<GenerationSpec> GenerationSpecFromCall(const Call& call);
 
 // What one streamed request produced. Times are seconds since the request was sent.
 struct GenerationOutcome {
@@ -60,10 +62,15 @@ struct StreamVerdict {
   std::string message;
 };
 
-// The outcome carried back through the runner: parameters prompt_tokens, completion_tokens, finish_reason;
-// outputs text_output (BYTES raw) and chunk_times_s (FP64 raw).
-void OutcomeToResponse(const GenerationOutcome& outcome, inference::ModelInferResponse& response);
-GenerationOutcome OutcomeFromResponse(const inference::ModelInferResponse& response);
+// The spec a client sends for `call`: with a plan, a workload call (its id the index) becomes the plan's request
+// for that index, its drawn prompt ids standing for the prompt length; else the call's own spec.
+absl::StatusOr<GenerationSpec> GenerationSpecOfCall(const Call& call, const GenerationPlan* plan);
+
+// The outcome carried back through the runner: the verdict's code and message, the stream as Outcome::generation
+// (absent token counts as 0, as the report counts them).
+Outcome GenerationOutcomeToOutcome(const GenerationOutcome& outcome, const StreamVerdict& verdict);
+// Outcome::generation back (done set); empty when there is none.
+GenerationOutcome GenerationOutcomeOf(const Outcome& outcome);
 
 // --verify's comparison for generation: `pieces[k]` is the text that reference token k adds (an incremental
 // detokenizer's output; may be empty while a character is incomplete). Returns -1 when `served` is exactly their

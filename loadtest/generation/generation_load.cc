@@ -81,8 +81,8 @@ std::string GenerationLoad::TokenCountSource() const {
 absl::StatusOr<GenerationRun> GenerationLoad::Run(const RunOptions& options, const SloSpec& slo) {
   OutcomeLog log;
   RunOptions run_options = options;
-  run_options.on_response = [&log](const RequestRecord& record, const inference::ModelInferResponse& response) {
-    if (record.measured) log.Add(record.index, OutcomeFromResponse(response));
+  run_options.on_response = [&log](const RequestRecord& record, const Outcome& outcome) {
+    if (record.measured) log.Add(record.index, GenerationOutcomeOf(outcome));
   };
   absl::StatusOr<RunResult> result = RunLoad(run_options, workload_, *client_);
   if (!result.ok()) return result.status();

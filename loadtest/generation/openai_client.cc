@@ -22,6 +22,8 @@ httplib::Headers Headers(const std::string& bearer_token) {
   return headers;
 }
 
+Outcome Failed(int code, std::string message) { return Outcome::Ended(code, std::move(message)); }
+
 }  // namespace
 
 OpenAiInferClient::~OpenAiInferClient() {
@@ -29,17 +31,13 @@ OpenAiInferClient::~OpenAiInferClient() {
   WaitIdle(absl::Seconds(30));
 }
 
-grpc::Status OpenAiInferClient::Execute(httplib::Client& client, const Job& job, uint64_t epoch,
-                                        inference::ModelInferResponse* response) {
-  if (cancelled(epoch)) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
-  absl::StatusOr<GenerationSpec> spec = GenerationSpecFromProto(job.request);
-  if (!spec.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(spec.status().message()));
-  if (uint64_t index = 0; plan_ != nullptr && absl::SimpleAtoi(job.request.id(), &index)) {
-    spec = plan_->Make(index, spec->prompt_ids);
-  }
+Outcome OpenAiInferClient::Execute(httplib::Client& client, const Job& job, uint64_t epoch) {
+  if (cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
+  absl::StatusOr<GenerationSpec> spec = GenerationSpecOfCall(job.call, plan_);
+  if (!spec.ok()) return Failed(grpc::StatusCode::INVALID_ARGUMENT, std::string(spec.status().message()));
   const auto left = std::chrono::duration_cast<std::chrono::microseconds>(job.deadline -
                                                                           std::chrono::system_clock::now());
-  if (left.count() <= 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed in the client");
+  if (left.count() <= 0) return Failed(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed in the client");
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(left);
   client.set_read_timeout(wait);
   client.set_write_timeout(wait);
@@ -71,26 +69,22 @@ grpc::Status OpenAiInferClient::Execute(httplib::Client& client, const Job& job,
   httplib::Error error = httplib::Error::Success;
   const bool sent_ok = client.send(request, http_response, error);
   if (!sent_ok && !(error == httplib::Error::Canceled && http_status == 200)) {
-    if (cancelled(epoch)) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+    if (cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
     if (std::chrono::system_clock::now() + std::chrono::milliseconds(1) >= job.deadline) {
-      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the stream did not end before the deadline");
+      return Failed(grpc::StatusCode::DEADLINE_EXCEEDED, "the stream did not end before the deadline");
     }
     if (http_status == 0 || http_status == 200) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("HTTP: ", httplib::to_string(error)));
+      return Failed(grpc::StatusCode::UNAVAILABLE, absl::StrCat("HTTP: ", httplib::to_string(error)));
     }
   }
   if (http_status != 200) {
-    return grpc::Status(static_cast<grpc::StatusCode>(StatusCodeForHttp(http_status)),
+    return Failed(static_cast<grpc::StatusCode>(StatusCodeForHttp(http_status)),
                         absl::StrCat("HTTP ", http_status, ": ", OpenAiErrorMessage(error_body)));
   }
   if (std::chrono::system_clock::now() > job.deadline && !state.outcome().done) {
-    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the stream did not end before the deadline");
+    return Failed(grpc::StatusCode::DEADLINE_EXCEEDED, "the stream did not end before the deadline");
   }
-  const StreamVerdict verdict = JudgeStream(state.outcome(), *spec);
-  OutcomeToResponse(state.outcome(), *response);
-  response->set_model_name(spec->model);
-  response->set_id(job.request.id());
-  return grpc::Status(static_cast<grpc::StatusCode>(verdict.code), verdict.message);
+  return GenerationOutcomeToOutcome(state.outcome(), JudgeStream(state.outcome(), *spec));
 }
 
 absl::StatusOr<std::vector<OpenAiModelEntry>> ListOpenAiModels(const std::string& address,

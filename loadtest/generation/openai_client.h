@@ -1,11 +1,11 @@
 // InferClient over the OpenAI-compatible streaming API (--api openai): each call is one POST /v1/completions (or
 // /v1/chat/completions) with stream: true, read as Server-Sent Events as they arrive (cpp-httplib's content
 // receiver), on HttpInferClient's worker pool (a connection and thread per call in flight, CancelAll shutting the
-// sockets). The request is a GenerationSpec carried in the ModelInferRequest (openai_stream.h); the callback's
-// response carries the streamed outcome (text, the arrival time of every content chunk, usage), and its status is
-// the stream's verdict (JudgeStream: an error event's code, UNAVAILABLE for a stream cut short, USAGE_MISMATCH
-// when usage disagrees with the stream or the request). HTTP errors before the stream map to gRPC codes.
-// With a GenerationPlan, a request whose id is a workload index (workload.h) becomes the plan's request for that
+// sockets). The request is a GenerationSpec carried in the Call (generation_call.h); the callback's Outcome
+// carries the streamed result in `generation` (text, the arrival time of every content chunk, usage), and its code
+// is the stream's verdict (JudgeStream: an error event's code, UNAVAILABLE for a stream cut short,
+// USAGE_MISMATCH when usage disagrees with the stream or the request). HTTP errors before the stream map to gRPC codes.
+// With a GenerationPlan, a workload call (workload.h; its id the index) becomes the plan's request for that
 // index, its drawn prompt ids standing for the prompt length. ModelMetadata answers from GET /v1/models (whether the model is listed); config and statistics are not part of
 // this API (UNIMPLEMENTED).
 // Thread-safety: as HttpInferClient.
@@ -28,8 +28,7 @@ class OpenAiInferClient final : public HttpInferClient {
   grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
 
  protected:
-  grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
-                       inference::ModelInferResponse* response) override;
+  Outcome Execute(httplib::Client& client, const Job& job, uint64_t epoch) override;
 
  private:
   const GenerationPlan* const plan_;

@@ -14,12 +14,12 @@ namespace sluice::loadtest {
 
 // One request's stream. Reactions run one at a time (one read outstanding; the write is done once), OnDone last;
 // Cancel may come from any thread (TryCancel is thread-safe, even before the call starts).
-class TritonStreamInferClient::Call final
+class TritonStreamInferClient::Stream final
     : public grpc::ClientBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Call(TritonStreamInferClient* owner, GenerationSpec spec, std::string id, Done done)
+  Stream(TritonStreamInferClient* owner, GenerationSpec spec, std::string id, OutcomeDone done)
       : spec_(std::move(spec)), id_(std::move(id)), done_(std::move(done)), owner_(owner), state_(id_) {}
 
   absl::Status Prepare(std::chrono::system_clock::time_point deadline, const std::string& bearer_token) {
@@ -49,12 +49,12 @@ class TritonStreamInferClient::Call final
   const GenerationSpec& spec() const { return spec_; }
   const std::string& id() const { return id_; }
   GenerationOutcome TakeOutcome() { return state_.Take(); }
-  void RunDone(const grpc::Status& status, const inference::ModelInferResponse& response) { done_(status, response); }
+  void RunDone(const Outcome& outcome) { done_(outcome); }
 
  private:
   const GenerationSpec spec_;
   const std::string id_;
-  const Done done_;
+  const OutcomeDone done_;
   TritonStreamInferClient* const owner_;
   grpc::ClientContext context_;
   inference::ModelInferRequest request_;
@@ -74,57 +74,43 @@ TritonStreamInferClient::~TritonStreamInferClient() {
   WaitIdle(absl::Seconds(30));
 }
 
-void TritonStreamInferClient::Send(inference::ModelInferRequest request,
-                                   std::chrono::system_clock::time_point deadline, Done done) {
-  absl::StatusOr<GenerationSpec> spec = GenerationSpecFromProto(request);
-  if (spec.ok() && plan_ != nullptr) {
-    if (uint64_t index = 0; absl::SimpleAtoi(request.id(), &index)) spec = plan_->Make(index, spec->prompt_ids);
-  }
-  auto fail_now = [&done](const absl::Status& status) {
-    done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(status.message())),
-         inference::ModelInferResponse());
+void TritonStreamInferClient::Send(Call request, std::chrono::system_clock::time_point deadline, OutcomeDone done) {
+  absl::StatusOr<GenerationSpec> spec = GenerationSpecOfCall(request, plan_);
+  auto refused = [](const absl::Status& status) {
+    return Outcome::Ended(grpc::StatusCode::INVALID_ARGUMENT, std::string(status.message()));
   };
-  if (!spec.ok()) return fail_now(spec.status());
-  auto owned = std::make_shared<Call>(this, *std::move(spec), request.id(), std::move(done));
-  Call* call = owned.get();
-  if (absl::Status s = call->Prepare(deadline, options_.bearer_token); !s.ok()) {
-    call->RunDone(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message())),
-                  inference::ModelInferResponse());
-    return;
-  }
+  if (!spec.ok()) return done(refused(spec.status()));
+  auto owned = std::make_shared<Stream>(this, *std::move(spec), request.wire_id(), std::move(done));
+  Stream* call = owned.get();
+  if (absl::Status s = call->Prepare(deadline, options_.bearer_token); !s.ok()) return call->RunDone(refused(s));
   calls_.Add(std::move(owned));
   call->Start(*stubs_[next_channel_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()]);
 }
 
-void TritonStreamInferClient::Finish(Call* call, const grpc::Status& status) {
-  inference::ModelInferResponse response;
-  grpc::Status result = status;
+void TritonStreamInferClient::Finish(Stream* call, const grpc::Status& status) {
+  Outcome outcome = Outcome::Ended(status.error_code(), status.error_message());
   if (status.ok()) {
-    GenerationOutcome outcome = call->TakeOutcome();
-    const StreamVerdict verdict = JudgeTritonStream(outcome, call->spec());
-    OutcomeToResponse(outcome, response);
-    response.set_model_name(call->spec().model);
-    response.set_id(call->id());
-    result = grpc::Status(static_cast<grpc::StatusCode>(verdict.code), verdict.message);
+    GenerationOutcome streamed = call->TakeOutcome();
+    outcome = GenerationOutcomeToOutcome(streamed, JudgeTritonStream(streamed, call->spec()));
   }
-  if (!result.ok()) LogFirstError(result);
-  call->RunDone(result, response);
+  if (!outcome.ok()) LogFirstError(outcome);
+  call->RunDone(outcome);
   calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
-void TritonStreamInferClient::LogFirstError(const grpc::Status& status) {
-  const int code = static_cast<int>(status.error_code());
+void TritonStreamInferClient::LogFirstError(const Outcome& outcome) {
+  const int code = outcome.code;
   {
     MutexLock lock(&mu_);
     if (!logged_codes_.insert(code).second) return;
   }
-  spdlog::warn("ModelStreamInfer: first {} error: {}", GrpcCodeName(code), status.error_message());
+  spdlog::warn("ModelStreamInfer: first {} error: {}", GrpcCodeName(code), outcome.message);
 }
 
 void TritonStreamInferClient::CancelAll() {
   // TryCancel is a call into gRPC, so it runs outside the registry's lock (the OnDone it leads to takes it); the
   // shared_ptrs keep each stream alive until then, even when it ends meanwhile.
-  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->Cancel();
+  for (const std::shared_ptr<Stream>& call : calls_.Snapshot()) call->Cancel();
 }
 
 bool TritonStreamInferClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }

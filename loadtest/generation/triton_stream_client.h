@@ -1,14 +1,15 @@
-// InferClient over Triton's ModelStreamInfer for text-generation models (--api triton-stream), with gRPC's callback
+// The runner's client (LoadClient, core/load_client.h; an InferClient for the control calls) over Triton's
+// ModelStreamInfer for text-generation models (--api triton-stream), with gRPC's callback
 // API: each call is one bidirectional stream (a ClientBidiReactor on the next channel, round robin) that writes one
 // request with the write side closed at once (WriteLast), reads every response until the server ends the stream,
 // and ends with the stream's status. Several requests could share one stream (the protocol allows it); one stream
 // per request keeps cancellation and deadlines per request, as the runner's calls are. The request is a
-// GenerationSpec carried in the ModelInferRequest (generation_call.h), sent as triton_stream.h describes; the
-// callback's response carries the streamed outcome (text, the arrival time of every text response, token counts),
-// and its status is the stream's verdict (JudgeTritonStream: an error response's code, UNAVAILABLE for a stream
+// GenerationSpec carried in the Call (generation_call.h), sent as triton_stream.h describes; the callback's
+// Outcome carries the streamed result in `generation` (text, the arrival time of every text response, token
+// counts), and its code is the stream's verdict (JudgeTritonStream: an error response's code, UNAVAILABLE for a stream
 // without a final response, USAGE_MISMATCH) or the stream's own non-OK status (DEADLINE_EXCEEDED at the call's
 // deadline, CANCELLED by CancelAll, UNAVAILABLE, ...). The first message of each error code is logged.
-// With a GenerationPlan, a request whose id is a workload index (workload.h) becomes the plan's request for that
+// With a GenerationPlan, a workload call (workload.h; its id the index) becomes the plan's request for that
 // index, its drawn prompt ids standing for the prompt length. ModelMetadata, ModelConfig and ModelStatistics are
 // the KServe v2 unary calls; ModelMetadata also checks that the model is a text-generation model
 // (FAILED_PRECONDITION otherwise).
@@ -35,8 +36,7 @@ class TritonStreamInferClient final : public InferClient {
   // Cancels the streams in flight and waits (up to 30 s) for them to end.
   ~TritonStreamInferClient() override;
 
-  void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-            Done done) override;
+  void Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) override;
   void CancelAll() override;
   bool WaitIdle(absl::Duration timeout) override;
   int64_t in_flight() const override;
@@ -46,17 +46,17 @@ class TritonStreamInferClient final : public InferClient {
   grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
 
  private:
-  class Call;
+  class Stream;
   // The stream of `call` has ended with `status`: runs its callback and forgets it.
-  void Finish(Call* call, const grpc::Status& status);
-  void LogFirstError(const grpc::Status& status);
+  void Finish(Stream* call, const grpc::Status& status);
+  void LogFirstError(const Outcome& outcome);
 
   const GenerationPlan* const plan_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  CallRegistry<Call> calls_;  // streams in flight; CancelAll cancels them outside its lock
+  CallRegistry<Stream> calls_;  // streams in flight; CancelAll cancels them outside its lock
   Mutex mu_;                  // never held while calling into gRPC or a caller's callback
   absl::flat_hash_set<int> logged_codes_ ABSL_GUARDED_BY(mu_);
 };

@@ -7,14 +7,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "loadtest/kserve/call_proto.h"
 
 namespace sluice::loadtest {
 
-struct GrpcInferClient::Call {
+struct GrpcInferClient::InFlight {
   grpc::ClientContext context;
   inference::ModelInferRequest request;
   inference::ModelInferResponse response;
-  Done done;
+  OutcomeDone done;
 };
 
 std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options) {
@@ -40,11 +41,10 @@ GrpcInferClient::~GrpcInferClient() {
   WaitIdle(absl::Seconds(30));
 }
 
-void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-                           Done done) {
-  auto owned = std::make_shared<Call>();
-  Call* call = owned.get();
-  call->request = std::move(request);
+void GrpcInferClient::Send(Call request, std::chrono::system_clock::time_point deadline, OutcomeDone done) {
+  auto owned = std::make_shared<InFlight>();
+  InFlight* call = owned.get();
+  call->request = RequestFromCall(request);
   call->done = std::move(done);
   call->context.set_deadline(deadline);
   if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
@@ -54,15 +54,15 @@ void GrpcInferClient::Send(inference::ModelInferRequest request, std::chrono::sy
                            [this, call](grpc::Status status) { Finish(call, status); });
 }
 
-void GrpcInferClient::Finish(Call* call, const grpc::Status& status) {
-  call->done(status, call->response);
+void GrpcInferClient::Finish(InFlight* call, const grpc::Status& status) {
+  call->done(OutcomeFromResponse(status, call->response));
   calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
 void GrpcInferClient::CancelAll() {
   // TryCancel is a call into gRPC, so it runs outside the registry's lock (a completion it triggers runs Finish,
   // which takes it); the shared_ptrs keep each call's context alive until then, even when its Finish runs meanwhile.
-  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->context.TryCancel();
+  for (const std::shared_ptr<InFlight>& call : calls_.Snapshot()) call->context.TryCancel();
 }
 
 bool GrpcInferClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }

@@ -32,8 +32,8 @@ class GrpcInferClient final : public InferClient {
   explicit GrpcInferClient(const Options& options);
   ~GrpcInferClient() override;
 
-  void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-            Done done) override;
+  // The call is sent as RequestFromCall (call_proto.h) builds it; the answer comes back as OutcomeFromResponse.
+  void Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) override;
   void CancelAll() override;
   bool WaitIdle(absl::Duration timeout) override;
   int64_t in_flight() const override;
@@ -43,14 +43,14 @@ class GrpcInferClient final : public InferClient {
   grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) override;
 
  private:
-  struct Call;
-  void Finish(Call* call, const grpc::Status& status);
+  struct InFlight;
+  void Finish(InFlight* call, const grpc::Status& status);
 
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};
 
-  CallRegistry<Call> calls_;  // in flight; CancelAll calls TryCancel outside its lock
+  CallRegistry<InFlight> calls_;  // in flight; CancelAll calls TryCancel outside its lock
 };
 
 }  // namespace sluice::loadtest

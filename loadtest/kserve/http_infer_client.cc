@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
+#include "loadtest/kserve/call_proto.h"
 #include "loadtest/kserve/kserve_http.h"
 
 namespace sluice::loadtest {
@@ -50,11 +51,10 @@ HttpInferClient::~HttpInferClient() {
   for (std::thread& worker : workers) worker.join();
 }
 
-void HttpInferClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-                           Done done) {
+void HttpInferClient::Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) {
   MutexLock lock(&mu_);
   ++in_flight_;
-  queue_.push_back({std::move(request), deadline, std::move(done)});
+  queue_.push_back({std::move(call), deadline, std::move(done)});
   work_.Signal();
   if (static_cast<int>(queue_.size()) > idle_workers_ &&
       static_cast<int>(workers_.size()) < std::max(1, options_.max_connections)) {
@@ -85,41 +85,47 @@ void HttpInferClient::WorkerLoop() {
       queue_.pop_front();
       epoch = cancel_epoch_.load();
     }
-    inference::ModelInferResponse response;
-    const grpc::Status status = Execute(*client, job, epoch, &response);
-    job.done(status, response);
+    job.done(Execute(*client, job, epoch));
     MutexLock lock(&mu_);
     if (--in_flight_ == 0) idle_.SignalAll();
   }
 }
 
-grpc::Status HttpInferClient::Execute(httplib::Client& client, const Job& job, uint64_t epoch,
-                                      inference::ModelInferResponse* response) {
+Outcome HttpInferClient::Execute(httplib::Client& client, const Job& job, uint64_t epoch) {
+  const inference::ModelInferRequest request = RequestFromCall(job.call);
+  inference::ModelInferResponse response;
+  const grpc::Status status = InferOverHttp(client, request, job.deadline, epoch, &response);
+  return OutcomeFromResponse(status, response);
+}
+
+grpc::Status HttpInferClient::InferOverHttp(httplib::Client& client, const inference::ModelInferRequest& request,
+                                            std::chrono::system_clock::time_point deadline, uint64_t epoch,
+                                            inference::ModelInferResponse* response) {
   if (cancel_epoch_.load() != epoch) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
-  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(job.deadline -
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline -
                                                                           std::chrono::system_clock::now());
   if (left.count() <= 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed in the client");
-  const HttpInferBody body = EncodeHttpInferRequest(job.request, left.count());
+  const HttpInferBody body = EncodeHttpInferRequest(request, left.count());
   // httplib polls in whole milliseconds (truncated): round the wait up, so that a timeout means a missed deadline.
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(left);
   client.set_read_timeout(wait);
   client.set_write_timeout(wait);
   httplib::Headers headers = AuthHeaders(options_.bearer_token);
   headers.emplace("Inference-Header-Content-Length", std::to_string(body.header_length));
-  std::string path = absl::StrCat("/v2/models/", job.request.model_name());
-  if (!job.request.model_version().empty()) absl::StrAppend(&path, "/versions/", job.request.model_version());
+  std::string path = absl::StrCat("/v2/models/", request.model_name());
+  if (!request.model_version().empty()) absl::StrAppend(&path, "/versions/", request.model_version());
   path += "/infer";
   httplib::Result result = client.Post(path, headers, body.body, "application/octet-stream");
   if (!result) {
     if (cancel_epoch_.load() != epoch) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
-    if (std::chrono::system_clock::now() + std::chrono::milliseconds(1) >= job.deadline) {  // poll's clock vs ours
+    if (std::chrono::system_clock::now() + std::chrono::milliseconds(1) >= deadline) {  // poll's clock vs ours
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer before the deadline");
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("HTTP: ", httplib::to_string(result.error())));
   }
   // httplib's timeouts bound each poll, not the whole exchange: a large body written slowly can leave the answer
   // waiting in the socket when the deadline has already passed. A gRPC client would have given up; so does this.
-  if (std::chrono::system_clock::now() > job.deadline) {
+  if (std::chrono::system_clock::now() > deadline) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the answer arrived after the deadline");
   }
   if (result->status != 200) return HttpError(*result);
@@ -148,7 +154,7 @@ void HttpInferClient::CancelAll() {
   // destructor, which calls CancelAll before stopping them.
   for (httplib::Client* client : running) client->stop();
   for (Job& job : queued) {
-    job.done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"), inference::ModelInferResponse());
+    job.done(Outcome::Ended(grpc::StatusCode::CANCELLED, "cancelled by the client"));
     MutexLock lock(&mu_);
     if (--in_flight_ == 0) idle_.SignalAll();
   }

@@ -31,8 +31,7 @@ class HttpInferClient : public InferClient {
   explicit HttpInferClient(const Options& options);
   ~HttpInferClient() override;
 
-  void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-            Done done) override;
+  void Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) override;
   void CancelAll() override;
   bool WaitIdle(absl::Duration timeout) override;
   int64_t in_flight() const override;
@@ -43,19 +42,22 @@ class HttpInferClient : public InferClient {
 
  protected:
   struct Job {
-    inference::ModelInferRequest request;
+    Call call;
     std::chrono::system_clock::time_point deadline;
-    Done done;
+    OutcomeDone done;
   };
-  // One call on the worker's connection; the status and response its callback gets. A subclass speaking another
-  // HTTP API over the same worker pool (OpenAiInferClient) overrides it. `epoch`: see cancelled().
-  virtual grpc::Status Execute(httplib::Client& client, const Job& job, uint64_t epoch,
-                               inference::ModelInferResponse* response);
+  // One call on the worker's connection; the outcome its callback gets (here: the call as a KServe request,
+  // call_proto.h). A subclass speaking another HTTP API over the same worker pool (OpenAiInferClient) overrides
+  // it. `epoch`: see cancelled().
+  virtual Outcome Execute(httplib::Client& client, const Job& job, uint64_t epoch);
   // True when CancelAll ran since a call of `epoch` started.
   bool cancelled(uint64_t epoch) const { return cancel_epoch_.load() != epoch; }
 
  private:
   void WorkerLoop();
+  grpc::Status InferOverHttp(httplib::Client& client, const inference::ModelInferRequest& request,
+                             std::chrono::system_clock::time_point deadline, uint64_t epoch,
+                             inference::ModelInferResponse* response);
   // GET `path`, the body parsed as JSON into `message` (unknown fields ignored).
   grpc::Status GetJson(const std::string& path, google::protobuf::Message* message);
 

@@ -1,7 +1,7 @@
 #include "loadtest/kserve/infer_client.h"
 
 #include "absl/strings/str_cat.h"
-#include "backend/base/sync.h"
+#include "loadtest/kserve/call_proto.h"
 #include "loadtest/kserve/grpc_infer_client.h"
 #include "loadtest/kserve/http_infer_client.h"
 
@@ -18,32 +18,12 @@ absl::StatusOr<std::unique_ptr<InferClient>> InferClient::Create(const Options& 
 
 grpc::Status InferClient::Infer(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
                                 inference::ModelInferResponse* response) {
-  Mutex mu;
-  CondVar answered;
-  bool done = false;  // guarded by mu
-  grpc::Status result;
-  Send(std::move(request), deadline,
-       [&](const grpc::Status& status, const inference::ModelInferResponse& answer) {
-         MutexLock lock(&mu);
-         result = status;
-         if (status.ok()) *response = answer;
-         done = true;
-         answered.Signal();  // under mu: this frame (mu, answered) may end as soon as mu is released
-       });
-  MutexLock lock(&mu);
-  while (!done) answered.Wait(&mu);
-  return result;
-}
-
-std::string GrpcCodeName(int code) {
-  static const char* const kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                       "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  if (code == -1) return "CLIENT_DROPPED";
-  if (code == kUsageMismatchCode) return "USAGE_MISMATCH";
-  if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
-  return absl::StrCat("CODE_", code);
+  const Outcome outcome = SendAndWait(CallFromRequest(request), deadline);
+  if (!outcome.ok()) return grpc::Status(static_cast<grpc::StatusCode>(outcome.code), outcome.message);
+  response->set_model_name(request.model_name());
+  response->set_id(request.id());
+  OutputsToResponse(outcome, *response);
+  return grpc::Status::OK;
 }
 
 }  // namespace sluice::loadtest

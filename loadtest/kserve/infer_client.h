@@ -1,5 +1,6 @@
-// The load generator's view of a KServe v2 server: inference calls sent asynchronously, each ending in a
-// callback, and the blocking metadata, config and statistics requests. Two implementations, chosen by
+// The load generator's view of a KServe v2 server: inference calls sent asynchronously through the runner's seam
+// (LoadClient, core/load_client.h: a Call in, an Outcome out; the protobufs are built here, call_proto.h), and the
+// blocking metadata, config and statistics requests. Two implementations, chosen by
 // Options::protocol: gRPC (GrpcInferClient, the callback API) and HTTP/REST with the binary tensor data
 // extension (HttpInferClient). Results use gRPC status codes either way (HTTP statuses are mapped), so that
 // runs over both protocols are reported and compared alike.
@@ -17,10 +18,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpc_service.pb.h"
+#include "loadtest/core/load_client.h"
 
 namespace sluice::loadtest {
 
-class InferClient {
+class InferClient : public LoadClient {
  public:
   struct Options {
     std::string protocol = "grpc";  // grpc | http
@@ -29,26 +31,15 @@ class InferClient {
     int max_connections = 1024;     // HTTP: most calls (connections, threads) in flight at once
     std::string bearer_token;       // sent as "authorization: Bearer <token>" when not empty
   };
-  using Done = std::function<void(const grpc::Status&, const inference::ModelInferResponse&)>;
-
   static absl::StatusOr<std::unique_ptr<InferClient>> Create(const Options& options);
-  virtual ~InferClient() = default;
-
-  // Sends one call; `done` runs once when it ends (OK, error, deadline or cancellation).
-  virtual void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-                    Done done) = 0;
-  // Cancels every call in flight; their callbacks still run (CANCELLED).
-  virtual void CancelAll() = 0;
-  // Blocks until no call is in flight or `timeout` passes; true when none is.
-  virtual bool WaitIdle(absl::Duration timeout) = 0;
-  virtual int64_t in_flight() const = 0;
+  ~InferClient() override = default;
 
   // Blocking, each bounded by 10 s.
   virtual grpc::Status ModelMetadata(const std::string& model, inference::ModelMetadataResponse* response) = 0;
   virtual grpc::Status ModelConfig(const std::string& model, inference::ModelConfigResponse* response) = 0;
   virtual grpc::Status ModelStatistics(const std::string& model, inference::ModelStatisticsResponse* response) = 0;
 
-  // One blocking inference call (Send and wait).
+  // One blocking KServe inference call (the request as a Call, Send and wait, the Outcome as a response).
   grpc::Status Infer(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
                      inference::ModelInferResponse* response);
 
@@ -62,14 +53,5 @@ class InferClient {
 
   const Options options_;
 };
-
-// The load generator's own result codes beside gRPC's: -1 an open-loop arrival dropped (--max-outstanding calls in
-// flight); -2 a generation whose `usage` disagrees with what was streamed or asked for (openai_stream.h).
-inline constexpr int kClientDroppedCode = -1;
-inline constexpr int kUsageMismatchCode = -2;
-
-// Canonical upper-case name of a gRPC code ("DEADLINE_EXCEEDED"); "CLIENT_DROPPED" (-1) and "USAGE_MISMATCH" (-2)
-// for the load generator's own codes above.
-std::string GrpcCodeName(int code);
 
 }  // namespace sluice::loadtest

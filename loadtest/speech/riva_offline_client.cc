@@ -12,27 +12,18 @@ namespace {
 
 namespace riva = nvidia::riva::asr;
 
-// KServe's BYTES layout: each element a 4-byte little-endian length, then its bytes.
-std::string BytesElement(const std::string& text) {
-  const uint32_t n = static_cast<uint32_t>(text.size());
-  const char length[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
-                          static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
-  return std::string(length, 4) + text;
-}
-
 }  // namespace
 
-struct RivaOfflineClient::Call {
+struct RivaOfflineClient::InFlight {
   grpc::ClientContext context;
   riva::RecognizeRequest request;
   riva::RecognizeResponse response;
-  std::string model;
-  Done done;
+  OutcomeDone done;
 };
 
-RivaOfflineClient::RivaOfflineClient(const Options& options, InferClient* control,
+RivaOfflineClient::RivaOfflineClient(const InferClient::Options& options,
                                      absl::flat_hash_map<std::string, int> sample_rates)
-    : InferClient(options), control_(control), sample_rates_(std::move(sample_rates)) {
+    : options_(options), sample_rates_(std::move(sample_rates)) {
   for (const auto& channel : CreateLoadChannels(options)) {
     stubs_.push_back(riva::RivaSpeechRecognition::NewStub(channel));
   }
@@ -43,36 +34,33 @@ RivaOfflineClient::~RivaOfflineClient() {
   WaitIdle(absl::Seconds(30));
 }
 
-void RivaOfflineClient::Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-                             Done done) {
+void RivaOfflineClient::Send(Call request, std::chrono::system_clock::time_point deadline, OutcomeDone done) {
   const auto refuse = [&](const std::string& why) {
-    done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why), inference::ModelInferResponse());
+    done(Outcome::Ended(grpc::StatusCode::INVALID_ARGUMENT, why));
   };
-  const auto rate = sample_rates_.find(request.model_name());
-  if (rate == sample_rates_.end()) return refuse(absl::StrCat("no sample rate for model ", request.model_name()));
-  if (request.raw_input_contents_size() != 1 || request.raw_input_contents(0).size() % sizeof(float) != 0) {
+  const auto rate = sample_rates_.find(request.model);
+  if (rate == sample_rates_.end()) return refuse(absl::StrCat("no sample rate for model ", request.model));
+  if (request.inputs.size() != 1 || request.inputs[0].raw.size() % sizeof(float) != 0) {
     return refuse("riva-offline sends one FP32 input of audio samples");
   }
-  const std::string& raw = request.raw_input_contents(0);
+  const std::string& raw = request.inputs[0].raw;
   std::vector<float> samples(raw.size() / sizeof(float));
   std::memcpy(samples.data(), raw.data(), raw.size());
   absl::StatusOr<std::string> wav = EncodeWav(samples, rate->second);
   if (!wav.ok()) {
-    done(grpc::Status(grpc::StatusCode::INTERNAL, std::string(wav.status().message())),
-         inference::ModelInferResponse());
+    done(Outcome::Ended(grpc::StatusCode::INTERNAL, std::string(wav.status().message())));
     return;
   }
 
-  auto owned = std::make_shared<Call>();
-  Call* call = owned.get();
-  call->model = request.model_name();
+  auto owned = std::make_shared<InFlight>();
+  InFlight* call = owned.get();
   call->done = std::move(done);
   riva::RecognitionConfig* config = call->request.mutable_config();
   config->set_encoding(nvidia::riva::LINEAR_PCM);
   config->set_sample_rate_hertz(rate->second);
   config->set_audio_channel_count(1);
   config->set_max_alternatives(1);
-  config->set_model(request.model_name());
+  config->set_model(request.model);
   *call->request.mutable_audio() = *std::move(wav);
   call->context.set_deadline(deadline);
   if (!options_.bearer_token.empty()) call->context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
@@ -82,44 +70,25 @@ void RivaOfflineClient::Send(inference::ModelInferRequest request, std::chrono::
                           [this, call](grpc::Status status) { Finish(call, status); });
 }
 
-void RivaOfflineClient::Finish(Call* call, const grpc::Status& status) {
-  inference::ModelInferResponse answer;
+void RivaOfflineClient::Finish(InFlight* call, const grpc::Status& status) {
+  Outcome outcome = Outcome::Ended(status.error_code(), status.error_message());
   if (status.ok()) {
-    answer.set_model_name(call->model);
-    std::string transcript;
     for (const riva::SpeechRecognitionResult& result : call->response.results()) {
       if (result.alternatives_size() == 0 || result.alternatives(0).transcript().empty()) continue;
-      absl::StrAppend(&transcript, transcript.empty() ? "" : " ", result.alternatives(0).transcript());
+      absl::StrAppend(&outcome.transcript, outcome.transcript.empty() ? "" : " ", result.alternatives(0).transcript());
     }
-    inference::ModelInferResponse::InferOutputTensor* output = answer.add_outputs();
-    output->set_name("transcript");
-    output->set_datatype("BYTES");
-    output->add_shape(1);
-    answer.add_raw_output_contents(BytesElement(transcript));
   }
-  call->done(status, answer);
+  call->done(outcome);
   calls_.Remove(call);  // freed here, unless CancelAll still holds it
 }
 
 void RivaOfflineClient::CancelAll() {
   // As GrpcInferClient::CancelAll: TryCancel outside the registry's lock, the shared_ptrs keeping each context alive.
-  for (const std::shared_ptr<Call>& call : calls_.Snapshot()) call->context.TryCancel();
+  for (const std::shared_ptr<InFlight>& call : calls_.Snapshot()) call->context.TryCancel();
 }
 
 bool RivaOfflineClient::WaitIdle(absl::Duration timeout) { return calls_.WaitIdle(timeout); }
 
 int64_t RivaOfflineClient::in_flight() const { return calls_.size(); }
-
-std::string TranscriptOf(const inference::ModelInferResponse& response) {
-  for (int i = 0; i < response.outputs_size() && i < response.raw_output_contents_size(); ++i) {
-    if (response.outputs(i).name() != "transcript") continue;
-    const std::string& raw = response.raw_output_contents(i);
-    if (raw.size() < 4) return "";
-    const uint32_t n = static_cast<uint8_t>(raw[0]) | static_cast<uint8_t>(raw[1]) << 8 |
-                       static_cast<uint8_t>(raw[2]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(raw[3])) << 24;
-    return raw.substr(4, n);
-  }
-  return "";
-}
 
 }  // namespace sluice::loadtest

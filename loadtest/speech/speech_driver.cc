@@ -45,7 +45,7 @@ class SpeechDriver final : public ApiDriver {
     speech.api = api_;
     speech.streaming = options.streaming;
     speech.client = control.options();
-    absl::StatusOr<std::unique_ptr<SpeechLoad>> load = SpeechLoad::Create(speech, &control, workload);
+    absl::StatusOr<std::unique_ptr<SpeechLoad>> load = SpeechLoad::Create(speech, workload);
     if (!load.ok()) return load.status();
     load_ = *std::move(load);
     return absl::OkStatus();

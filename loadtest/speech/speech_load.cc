@@ -56,7 +56,7 @@ class TranscriptLog {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SpeechLoad>> SpeechLoad::Create(const SpeechLoadOptions& options, InferClient* control,
+absl::StatusOr<std::unique_ptr<SpeechLoad>> SpeechLoad::Create(const SpeechLoadOptions& options,
                                                                const Workload& workload) {
   if (!IsRivaApi(options.api)) return absl::InvalidArgumentError(absl::StrCat("'", ApiName(options.api), "' is no Riva API"));
   if (options.client.protocol != "grpc") {
@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<SpeechLoad>> SpeechLoad::Create(const SpeechLoadO
   }
   std::unique_ptr<SpeechLoad> load(new SpeechLoad(options, workload));
   if (options.api == Api::kRivaOffline) {
-    load->offline_client_ = std::make_unique<RivaOfflineClient>(options.client, control, std::move(sample_rates));
+    load->offline_client_ = std::make_unique<RivaOfflineClient>(options.client, std::move(sample_rates));
   }
   return load;
 }
@@ -87,9 +87,9 @@ absl::StatusOr<SpeechRun> SpeechLoad::Run(const RunOptions& run, int streams) {
 absl::StatusOr<SpeechRun> SpeechLoad::RunOffline(const RunOptions& run) {
   TranscriptLog log;
   RunOptions options = run;
-  options.on_response = [this, &log](const RequestRecord& record, const inference::ModelInferResponse& response) {
+  options.on_response = [this, &log](const RequestRecord& record, const Outcome& outcome) {
     if (record.measured && workload_.Reference(workload_.Draw(record.index)) != nullptr) {
-      log.Add(record.index, TranscriptOf(response));
+      log.Add(record.index, outcome.transcript);
     }
   };
   absl::StatusOr<RunResult> result = RunLoad(options, workload_, *offline_client_);

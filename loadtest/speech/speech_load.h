@@ -33,8 +33,8 @@ struct SpeechRun {
 
 class SpeechLoad {
  public:
-  // REQUIRES: `control` (KServe v2 on the same server: metadata and statistics) and `workload` outlive this.
-  static absl::StatusOr<std::unique_ptr<SpeechLoad>> Create(const SpeechLoadOptions& options, InferClient* control,
+  // REQUIRES: `workload` outlives this.
+  static absl::StatusOr<std::unique_ptr<SpeechLoad>> Create(const SpeechLoadOptions& options,
                                                             const Workload& workload);
 
   // One run. riva-offline: `run` as for any API. riva-streaming: `streams` > 0 replaces options.streaming.streams
@@ -52,7 +52,7 @@ class SpeechLoad {
 
   const SpeechLoadOptions options_;
   const Workload& workload_;
-  std::unique_ptr<InferClient> offline_client_;  // riva-offline
+  std::unique_ptr<LoadClient> offline_client_;  // riva-offline
 };
 
 }  // namespace sluice::loadtest

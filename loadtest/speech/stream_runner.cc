@@ -99,7 +99,7 @@ class StreamRun {
     const uint64_t index = options_.first_index + static_cast<uint64_t>(started_);
     PlannedRequest planned = workload_.Make(index);
     const ModelInfo& info = workload_.models()[planned.model].info;
-    const std::string& raw = planned.proto.raw_input_contents(0);
+    const std::string& raw = planned.call.inputs[0].raw;
     std::vector<float> samples(raw.size() / sizeof(float));
     std::memcpy(samples.data(), raw.data(), samples.size() * sizeof(float));
 

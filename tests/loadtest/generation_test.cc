@@ -83,16 +83,14 @@ TEST(OpenAiBodyTest, CarriesIdsMaxTokensIgnoreEosAndUsage) {
   EXPECT_STREQ(OpenAiPath(spec), "/v1/chat/completions");
 }
 
-TEST(OpenAiBodyTest, SpecSurvivesTheRunnerProto) {
+TEST(OpenAiBodyTest, SpecSurvivesTheRunnerCall) {
   GenerationSpec spec;
   spec.model = "m";
   spec.prompt_ids = {5, 6, 7, 8};
   spec.max_tokens = 32;
   spec.ignore_eos = true;
   spec.seed = 4;
-  inference::ModelInferRequest proto;
-  GenerationSpecToProto(spec, proto);
-  absl::StatusOr<GenerationSpec> back = GenerationSpecFromProto(proto);
+  absl::StatusOr<GenerationSpec> back = GenerationSpecFromCall(GenerationSpecToCall(spec));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->prompt_ids, spec.prompt_ids);
   EXPECT_EQ(back->max_tokens, 32);
@@ -149,16 +147,16 @@ TEST(JudgeStreamTest, AcceptsAMatchingStreamAndNamesEachMismatch) {
   EXPECT_EQ(GrpcCodeName(kUsageMismatchCode), "USAGE_MISMATCH");
 }
 
-TEST(JudgeStreamTest, OutcomeSurvivesTheRunnerResponse) {
+TEST(JudgeStreamTest, OutcomeSurvivesTheRunnerOutcome) {
   GenerationOutcome o;
   o.chunk_times_s = {0.1, 0.15, 0.2};
   o.text = "xyz";
   o.prompt_tokens = 4;
   o.completion_tokens = 3;
   o.finish_reason = "length";
-  inference::ModelInferResponse response;
-  OutcomeToResponse(o, response);
-  const GenerationOutcome back = OutcomeFromResponse(response);
+  const Outcome carried = GenerationOutcomeToOutcome(o, StreamVerdict());
+  EXPECT_TRUE(carried.ok());
+  const GenerationOutcome back = GenerationOutcomeOf(carried);
   EXPECT_EQ(back.chunk_times_s, o.chunk_times_s);
   EXPECT_EQ(back.text, "xyz");
   EXPECT_EQ(back.prompt_tokens, 4);

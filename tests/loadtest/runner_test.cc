@@ -16,14 +16,13 @@ namespace {
 
 // Answers every call OK: at once (inline, on the sending thread), or, when `hold` is set, only once the run
 // waits for the calls in flight (WaitIdle), as a server that answers nothing before the sending ends.
-class FakeInferClient final : public InferClient {
+class FakeLoadClient final : public LoadClient {
  public:
-  explicit FakeInferClient(bool hold) : InferClient(Options()), hold_(hold) {}
+  explicit FakeLoadClient(bool hold) : hold_(hold) {}
 
-  void Send(inference::ModelInferRequest request, std::chrono::system_clock::time_point deadline,
-            Done done) override {
+  void Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) override {
     if (!hold_) {
-      done(grpc::Status::OK, inference::ModelInferResponse());
+      done(Outcome());
       return;
     }
     MutexLock lock(&mu_);
@@ -31,32 +30,23 @@ class FakeInferClient final : public InferClient {
   }
   void CancelAll() override {}
   bool WaitIdle(absl::Duration timeout) override {
-    std::vector<Done> held;
+    std::vector<OutcomeDone> held;
     {
       MutexLock lock(&mu_);
       held.swap(held_);
     }
-    for (Done& done : held) done(grpc::Status::OK, inference::ModelInferResponse());
+    for (OutcomeDone& done : held) done(Outcome());
     return true;
   }
   int64_t in_flight() const override {
     MutexLock lock(&mu_);
     return static_cast<int64_t>(held_.size());
   }
-  grpc::Status ModelMetadata(const std::string&, inference::ModelMetadataResponse*) override {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake");
-  }
-  grpc::Status ModelConfig(const std::string&, inference::ModelConfigResponse*) override {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake");
-  }
-  grpc::Status ModelStatistics(const std::string&, inference::ModelStatisticsResponse*) override {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake");
-  }
 
  private:
   const bool hold_;
   mutable Mutex mu_;
-  std::vector<Done> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<OutcomeDone> held_ ABSL_GUARDED_BY(mu_);
 };
 
 std::unique_ptr<Workload> TextWorkload() {
@@ -79,7 +69,7 @@ int64_t Measured(const RunResult& run) {
 
 TEST(RunLoadTest, ClosedLoopSendsWarmUpThenTheMeasuredCountAndStops) {
   std::unique_ptr<Workload> workload = TextWorkload();
-  FakeInferClient client(/*hold=*/false);
+  FakeLoadClient client(/*hold=*/false);
   RunOptions options;
   options.concurrency = 4;
   options.requests = 50;
@@ -105,7 +95,7 @@ TEST(RunLoadTest, ClosedLoopSendsWarmUpThenTheMeasuredCountAndStops) {
 
 TEST(RunLoadTest, OpenLoopDropsArrivalsOnceMaxOutstandingCallsAreInFlight) {
   std::unique_ptr<Workload> workload = TextWorkload();
-  FakeInferClient client(/*hold=*/true);
+  FakeLoadClient client(/*hold=*/true);
   RunOptions options;
   options.rate = 2000;
   options.arrival = ArrivalKind::kConstant;
@@ -128,7 +118,7 @@ TEST(RunLoadTest, OpenLoopDropsArrivalsOnceMaxOutstandingCallsAreInFlight) {
 
 TEST(RunLoadTest, RejectsBothOrNeitherLoopKind) {
   std::unique_ptr<Workload> workload = TextWorkload();
-  FakeInferClient client(/*hold=*/false);
+  FakeLoadClient client(/*hold=*/false);
   RunOptions options;
   EXPECT_FALSE(RunLoad(options, *workload, client).ok());
   options.concurrency = 1;

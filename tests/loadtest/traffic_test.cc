@@ -16,6 +16,7 @@
 #include "loadtest/core/padding_plan.h"
 #include "loadtest/core/summary.h"
 #include "loadtest/core/workload.h"
+#include "loadtest/kserve/call_proto.h"
 #include "loadtest/kserve/model_info.h"
 #include "loadtest/speech/audio_folder.h"
 
@@ -164,17 +165,20 @@ TEST(WorkloadTest, RequestsArePureFunctionsOfSeedAndIndex) {
   int differs = 0;
   for (uint64_t i = 0; i < 50; ++i) {
     PlannedRequest x = a->Make(i), y = b->Make(i), z = c->Make(i);
-    EXPECT_EQ(x.proto.SerializeAsString(), y.proto.SerializeAsString()) << i;
-    differs += x.proto.SerializeAsString() != z.proto.SerializeAsString();
+    // Compared as the KServe request each becomes: every field the wire carries.
+    const std::string xs = RequestFromCall(x.call).SerializeAsString();
+    EXPECT_EQ(xs, RequestFromCall(y.call).SerializeAsString()) << i;
+    differs += xs != RequestFromCall(z.call).SerializeAsString();
     EXPECT_EQ(a->Draw(i).model, x.model);
     EXPECT_EQ(a->Draw(i).length, x.length);
-    const auto& input = x.proto.inputs(0);
-    ASSERT_EQ(input.shape_size(), 2);
-    EXPECT_EQ(input.shape(0), 1);
-    EXPECT_EQ(input.shape(1), x.length);
+    ASSERT_EQ(x.call.inputs.size(), 1u);
+    const CallTensor& input = x.call.inputs[0];
+    ASSERT_EQ(input.shape.size(), 2u);
+    EXPECT_EQ(input.shape[0], 1);
+    EXPECT_EQ(input.shape[1], x.length);
     const size_t element = x.model == 0 ? 4 : 8;
-    EXPECT_EQ(x.proto.raw_input_contents(0).size(), x.length * element);
-    EXPECT_EQ(x.proto.model_name(), x.model == 0 ? "asr_ctc" : "text_embed");
+    EXPECT_EQ(input.raw.size(), x.length * element);
+    EXPECT_EQ(x.call.model, x.model == 0 ? "asr_ctc" : "text_embed");
   }
   EXPECT_GT(differs, 40);
 }
@@ -188,7 +192,7 @@ TEST(WorkloadTest, MixSharesFollowTheWeightsAndTokensStayInVocabulary) {
   for (uint64_t i = 0; i < 200; ++i) {
     PlannedRequest r = w->Make(i);
     if (r.model != 1) continue;
-    const std::string& raw = r.proto.raw_input_contents(0);
+    const std::string& raw = r.call.inputs[0].raw;
     for (size_t k = 0; k < raw.size() / 8; ++k) {
       int64_t id;
       std::memcpy(&id, raw.data() + 8 * k, 8);
@@ -241,7 +245,7 @@ TEST(AudioFolderTest, ReadsMixesDownCutsAndFeedsTheWorkload) {
     clips.insert(r.clip);
     const std::vector<float>& want = folder->clips[r.clip].samples;
     EXPECT_EQ(r.length, static_cast<int64_t>(want.size()));
-    EXPECT_EQ(r.proto.raw_input_contents(0),
+    EXPECT_EQ(r.call.inputs[0].raw,
               std::string(reinterpret_cast<const char*>(want.data()), want.size() * sizeof(float)));
   }
   EXPECT_EQ(clips.size(), 3u);
