@@ -6,6 +6,7 @@
 // after Create().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,6 +70,10 @@ struct InstanceOptions {
   InstanceGroup group;
   int replica = 0;  // index within the group (chooses this replica's slice of the group's cores)
   int warmup_runs = 2;
+  // May be null. Set (by the server, on SIGTERM during loading) to ask a loading instance to stop early with
+  // Cancelled; backends that load in steps check it between steps (runtime nrt: between NEFFs). Must outlive the
+  // instance's creation.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Backend {

@@ -56,7 +56,8 @@ struct Logits {
 
 class GenerationBackend {
  public:
-  // Creates the instance for options.group.device (cpu/cuda/neuron: TorchScript; sim: the cost model),
+  // Creates the instance for options.group.device (cpu/cuda/neuron: TorchScript; neuron with runtime nrt: NEFFs
+  // through libnrt, backend/nrt/; sim: the cost model),
   // allocating the KV cache and loading and warming every graph. Errors name the model, the graph and the file.
   // REQUIRES: options.model->generation is set.
   static absl::StatusOr<std::unique_ptr<GenerationBackend>> Create(const InstanceOptions& options);

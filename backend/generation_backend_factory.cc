@@ -2,6 +2,7 @@
 // tests) can link the sim device without libtorch.
 #include "absl/strings/str_cat.h"
 #include "backend/generation_backend.h"
+#include "backend/nrt/nrt_generation_backend.h"
 #include "backend/sim_generation_backend.h"
 #include "backend/torch_generation_backend.h"
 
@@ -14,6 +15,9 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> GenerationBackend::Create(con
         absl::StrCat("model ", options.model->name, " is not a generation model (kind: generation)"));
   }
   if (options.group.device == DeviceKind::kSim) return CreateSimGenerationBackend(options);
+  if (options.group.device == DeviceKind::kNeuron && options.group.neuron_runtime == NeuronRuntimeKind::kNrt) {
+    return CreateNrtGenerationBackend(options);
+  }
   return CreateTorchGenerationBackend(options);
 }
 

@@ -66,7 +66,11 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
     for (const InstanceGroup& group : config->instances) {
       for (int replica = 0; replica < group.count; ++replica) {
         const size_t replicas = model.instances.size() + model.generation_instances.size();
-        InstanceOptions instance{config.get(), group, static_cast<int>(replicas), options.warmup_runs};
+        if (options.cancel != nullptr && options.cancel->load()) {
+          return absl::CancelledError(absl::StrCat("loading stopped before ", config->name, " instance ", replicas));
+        }
+        InstanceOptions instance{config.get(), group, static_cast<int>(replicas), options.warmup_runs,
+                                 options.cancel};
         // neuron: this replica's NeuronCores; cpu: the CPUs its threads are pinned to.
         if (group.cores) instance.group.cores = ReplicaCores(*group.cores, group.count, replica);
         if (config->generation) {

@@ -5,6 +5,7 @@
 // Thread-safety: immutable after Load(); the Backend instances themselves follow backend.h's contract.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct RepositoryOptions {
   std::string path;
   std::vector<std::string> only_models;  // empty: every model found
   int warmup_runs = 2;
+  // May be null. Set (from another thread) to stop loading early: checked before each instance and passed to
+  // each (InstanceOptions::cancel); Load() then returns Cancelled, and everything loaded so far is destroyed first
+  // (the Neuron Runtime backend: its NEFFs unloaded, nrt_close when none is left).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class ModelRepository {

@@ -59,22 +59,45 @@ void Announce(const ServerConfig& config, Server& server, const char* state, con
   std::fflush(stdout);
 }
 
-// Loads the models on a helper thread while this one keeps taking signals: a SIGTERM during a long load (an
-// orchestrator giving up on a pod) exits at once with 0 — nothing was accepted yet, so nothing is lost.
-absl::Status LoadOrStop(Server& server, const sigset_t& signals) {
-  std::promise<absl::Status> loaded;
-  std::future<absl::Status> done = loaded.get_future();
-  std::thread([&server, &loaded] { loaded.set_value(server.LoadModels()); }).detach();
+// How long a SIGTERM during loading waits for the loading to stop (between instances, and between NEFFs on the
+// Neuron Runtime) and for what was loaded to be released, before the process exits without it.
+constexpr auto kStopLoadingTimeout = std::chrono::seconds(10);
+
+// What a load that a signal interrupted came to.
+enum class LoadOutcome { kLoaded, kFailed, kStopped };
+
+// Loads the models on a helper thread while this one keeps taking signals. A SIGTERM during a long load (an
+// orchestrator giving up on a pod) asks the load to stop and waits up to kStopLoadingTimeout for it: the load then
+// returns Cancelled having destroyed what it had loaded (the Neuron Runtime backend: every NEFF unloaded, then
+// nrt_close, which hands the NeuronCores back), and the process exits 0 — nothing was accepted, so nothing is
+// lost. A load that does not stop in time (one graph loading for longer) is abandoned with _Exit(0): exiting
+// matters more than tidying. If the load completed anyway, *signal_number is set and the caller drains.
+LoadOutcome LoadOrStop(Server& server, const sigset_t& signals, absl::Status& status, int& signal_number) {
+  // Shared with the loading thread, which may outlive this frame only when the process is about to _Exit.
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  auto loaded = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> done = loaded->get_future();
+  std::thread([&server, loaded, cancel] { loaded->set_value(server.LoadModels(cancel.get())); }).detach();
   const timespec poll = {0, 100 * 1000 * 1000};
   while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    const int signal_number = sigtimedwait(&signals, nullptr, &poll);
-    if (signal_number > 0) {
-      spdlog::info("{} while loading models: nothing accepted yet; exiting 0", strsignal(signal_number));
+    const int received = sigtimedwait(&signals, nullptr, &poll);
+    if (received <= 0) continue;
+    signal_number = received;
+    spdlog::info("{} while loading models: nothing accepted yet; stopping the load and releasing what it loaded",
+                 strsignal(received));
+    cancel->store(true);
+    if (done.wait_for(kStopLoadingTimeout) != std::future_status::ready) {
+      spdlog::warn("loading did not stop within {} s: exiting 0 without releasing the loaded models",
+                   kStopLoadingTimeout.count());
+      spdlog::default_logger()->flush();
       std::fflush(nullptr);
       std::_Exit(0);
     }
+    status = done.get();
+    return status.ok() ? LoadOutcome::kLoaded : LoadOutcome::kStopped;
   }
-  return done.get();
+  status = done.get();
+  return status.ok() ? LoadOutcome::kLoaded : LoadOutcome::kFailed;
 }
 
 // Whether no instance can still be inside its backend: none left rotation (a batch past execution_timeout_ms takes
@@ -115,10 +138,8 @@ void ReleaseModels(std::unique_ptr<Server> server) {
   }
 }
 
-[[noreturn]] void WaitAndDrain(const ServerConfig& config, std::unique_ptr<Server> owned, sigset_t signals) {
+[[noreturn]] void DrainAndExit(const ServerConfig& config, std::unique_ptr<Server> owned, int signal_number) {
   Server& server = *owned;
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
   const int64_t in_flight = server.hub().InFlight();
   spdlog::info("{}: draining {} accepted request(s) and {} voice call(s), grace {:.1f} s", strsignal(signal_number),
                in_flight, server.hub().state().admitted_calls(), config.drain_grace_seconds);
@@ -140,6 +161,12 @@ void ReleaseModels(std::unique_ptr<Server> server) {
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
   std::_Exit(0);
+}
+
+[[noreturn]] void WaitAndDrain(const ServerConfig& config, std::unique_ptr<Server> owned, sigset_t signals) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  DrainAndExit(config, std::move(owned), signal_number);
 }
 
 int Run(int argc, char** argv) {
@@ -171,9 +198,24 @@ int Run(int argc, char** argv) {
     spdlog::info("cost metrics: {} $/h for {} accelerator(s) ({})", config->cost->hourly_usd,
                  config->cost->accelerators, config->cost->source);
   }
-  if (absl::Status loaded = LoadOrStop(**server, signals); !loaded.ok()) {
-    spdlog::critical("{}", std::string(loaded.message()));
-    return 1;
+  absl::Status loaded;
+  int stop_signal = 0;
+  switch (LoadOrStop(**server, signals, loaded, stop_signal)) {
+    case LoadOutcome::kFailed:
+      spdlog::critical("{}", std::string(loaded.message()));
+      return 1;
+    case LoadOutcome::kStopped:
+      // LoadModels destroyed what it had loaded before returning: every device is released.
+      spdlog::info("loading stopped ({}); models released; exiting 0", std::string(loaded.message()));
+      spdlog::default_logger()->flush();
+      std::fflush(nullptr);
+      std::_Exit(0);
+    case LoadOutcome::kLoaded:
+      break;
+  }
+  if (stop_signal != 0) {  // the signal came as the last model finished loading: drain (nothing to wait for)
+    spdlog::info("models loaded just as {} arrived", strsignal(stop_signal));
+    DrainAndExit(*config, *std::move(server), stop_signal);
   }
   spdlog::info("READY in {:.2f} s ({} models, {} generation models)", absl::ToDoubleSeconds(absl::Now() - start),
                (*server)->hub().models().size(), (*server)->hub().generation_models().size());

@@ -184,8 +184,11 @@ absl::Status Server::StartHttp() {
 
 int Server::http_port() const { return http_ ? http_->port() : 0; }
 
-absl::Status Server::LoadModels() {
-  absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::Load({config_.model_repository});
+absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
+  RepositoryOptions options;
+  options.path = config_.model_repository;
+  options.cancel = cancel;
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::Load(options);
   if (!repository.ok()) {
     return absl::Status(repository.status().code(), absl::StrCat("model repository ", config_.model_repository,
                                                                  ": ", repository.status().message()));

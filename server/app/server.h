@@ -7,6 +7,7 @@
 // any thread.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -36,8 +37,10 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Loads and warms every model of the repository, wires each to its scheduler and metrics, then marks the
-  // server ready. An error leaves the server not ready (the caller exits).
-  absl::Status LoadModels();
+  // server ready. An error leaves the server not ready (the caller exits). `cancel` (may be null), set from
+  // another thread, stops the loading early with Cancelled (RepositoryOptions::cancel): the repository loaded so
+  // far is destroyed before this returns (every backend released its device).
+  absl::Status LoadModels(const std::atomic<bool>* cancel = nullptr);
 
   // Not ready at once, new inference refused (Unavailable), accepted requests finished — a Riva Recognize or
   // stream admitted before (ServingState::Admit) to its end, later windows included. Returns false when the

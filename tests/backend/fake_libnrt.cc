@@ -7,7 +7,11 @@
 //   compute copy_lengths <lengths> <out>        out[b] = lengths[b]
 //   compute torchscript <graph.pt> <arg>... -> <out>...
 //                                               outs = graph.forward(args...): a real model's bucket graph run by
-//                                               libtorch on the host (fake_nrt_torchscript.h)
+//                                               libtorch on the host (fake_nrt_torchscript.h); a graph that
+//                                               updates an argument in place (a KV cache) writes the bound bytes
+//   alias <out> <in>                            the output is the input's buffer, updated in place (what a
+//                                               compiled NEFF's input/output alias means): nrt_execute requires
+//                                               the very same tensor bound to both, else NRT_EXEC_BAD_INPUT
 //
 // It checks what a device would: every NEFF tensor is in the sets given to nrt_execute, with the NEFF's byte
 // size, allocated on the device of the model's NeuronCore. It counts allocations per placement and name prefix,
@@ -16,7 +20,10 @@
 // "nrt_init", "nrt_load vnc=<n> vnc_count=<m>", "nrt_unload vnc=<n>" and, at nrt_close, one summary line
 // ("nrt_close loads=.. unloads=.. weight_allocations=.. cache_allocations=.. device_allocations=.. live_models=..
 // live_tensors=.. live_sets=.."), for tests of another process (the server), which read it after it exits.
+// FAKE_LIBNRT_LOAD_DELAY_MS makes every nrt_load take that long (a slow load, for tests that stop a server
+// while it loads).
 // Every entry point takes one global mutex; a TorchScript compute runs outside it (like separate NeuronCores).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +34,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/nrt/nrt_api.h"
@@ -54,6 +63,7 @@ struct nrt_model {
   // "compute torchscript": the graph and the NEFF tensors passed to it and filled from its results, in order.
   std::unique_ptr<sluice::testing::FakeTorchGraph> graph;
   std::vector<std::string> graph_args, graph_outputs;
+  std::vector<std::pair<std::string, std::string>> aliases;  // (output, input): one buffer
 };
 
 namespace {
@@ -194,6 +204,9 @@ void nrt_close() {
 }
 
 NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vnc_count, nrt_model_t** model) {
+  if (const char* delay = std::getenv("FAKE_LIBNRT_LOAD_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+  }
   std::lock_guard<std::mutex> lock(S().mu);
   if (!S().initialized) return NRT_UNINITIALIZED;
   S().loads.emplace_back(vnc, vnc_count);
@@ -224,6 +237,16 @@ NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vn
         d.size *= dim;
       }
       m->tensors.push_back(d);
+    } else if (kind == "alias") {
+      std::string out, in;
+      words >> out >> in;
+      const FakeTensorDecl* o = Decl(m, out);
+      const FakeTensorDecl* i = Decl(m, in);
+      if (!o || !i || !o->output || i->output || o->size != i->size) {
+        delete m;
+        return NRT_INVALID;
+      }
+      m->aliases.emplace_back(out, in);
     } else if (kind == "compute") {
       std::vector<std::string> args;
       for (std::string w; words >> w;) args.push_back(w);
@@ -366,6 +389,13 @@ NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set, nr
       return NRT_EXEC_BAD_INPUT;
     }
     bound[d.name] = t;
+  }
+  for (const auto& [out, in] : model->aliases) {
+    if (bound[out] != bound[in]) {
+      std::fprintf(stderr, "fake libnrt: nrt_execute: output %s aliases input %s, but another tensor is bound to it\n",
+                   out.c_str(), in.c_str());
+      return NRT_EXEC_BAD_INPUT;
+    }
   }
   for (const auto& c : model->computes) {
     if (c.size() == 5 && c[0] == "mul_mask") {

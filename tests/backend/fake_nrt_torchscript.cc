@@ -32,12 +32,19 @@ class TorchScriptNeff final : public FakeTorchGraph {
         torch::ScalarType dtype;
         if (!TorchDtype(arg.dtype, &dtype)) return Fail(error, "an argument has a dtype the fake cannot run");
         std::vector<int64_t> shape(arg.shape.begin(), arg.shape.end());
-        // Borrowed, not copied: the graphs never write to their inputs.
+        // Borrowed, not copied: a graph that updates an argument in place (a generation graph's KV cache) writes
+        // straight into the tensor bound to the NEFF, as a NEFF with an input/output alias would on the device.
         inputs.emplace_back(torch::from_blob(arg.data, shape, torch::TensorOptions().dtype(dtype)));
       }
       torch::jit::IValue returned = module_.forward(inputs);
-      if (!returned.isTuple()) return Fail(error, "the graph did not return a tuple");
-      const auto& elements = returned.toTupleRef().elements();
+      std::vector<torch::jit::IValue> elements;
+      if (returned.isTuple()) {
+        for (const auto& e : returned.toTupleRef().elements()) elements.push_back(e);
+      } else if (returned.isTensor()) {  // a graph with one result (a generation graph's logits)
+        elements.push_back(returned);
+      } else {
+        return Fail(error, "the graph returned neither a tensor nor a tuple");
+      }
       if (elements.size() != outputs.size()) {
         return Fail(error, "the graph returned " + std::to_string(elements.size()) + " tensors, the NEFF declares " +
                                std::to_string(outputs.size()) + " outputs");

@@ -30,8 +30,9 @@ class FakeTorchGraph {
   static std::unique_ptr<FakeTorchGraph> Load(const std::string& path, std::string* error);
   virtual ~FakeTorchGraph() = default;
 
-  // Calls forward(args...) and copies each element of the returned tuple into `outputs` (same count, dtype and
-  // byte size, else false with *error set).
+  // Calls forward(args...) over the args' bytes (borrowed: in-place updates land there) and copies each element
+  // of the returned tuple, or the one returned tensor, into `outputs` (same count, dtype and byte size, else
+  // false with *error set).
   virtual bool Run(const std::vector<FakeNeffBuffer>& args, const std::vector<FakeNeffBuffer>& outputs,
                    std::string* error) = 0;
 };

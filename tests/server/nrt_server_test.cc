@@ -1,9 +1,10 @@
 // The whole sluice-server serving a model through the Neuron Runtime backend (device neuron, runtime nrt) with
 // the fake libnrt (tests/backend/fake_libnrt.cc) as its neuron_library: KServe v2 over HTTP and gRPC, results
 // computed by the fake NEFF (y = x * scale on the real rows), each replica on its own NeuronCore, a bad request
-// refused while serving goes on, and on SIGTERM every NEFF unloaded, nrt_close called and exit 0; and the example
-// models (text_embed, asr_digits) served through it next to their TorchScript selves, answering alike. Not
-// hardware: no real libnrt or NEFF is exercised here.
+// refused while serving goes on, and on SIGTERM every NEFF unloaded, nrt_close called and exit 0; the example
+// models (text_embed, asr_digits) served through it next to their TorchScript selves, answering alike; llama_tiny
+// generating over OpenAI /v1/completions as its TorchScript self does; and a SIGTERM during loading releasing what
+// was loaded. Not hardware: no real libnrt or NEFF is exercised here.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -14,9 +15,13 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "gmock/gmock.h"
 #include "grpc_service.grpc.pb.h"
@@ -32,6 +37,7 @@ namespace sluice {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::NrtToyModel;
 using testing::ServerProcess;
 
@@ -234,6 +240,136 @@ TEST(NrtServerTest, ServesTheExampleModelsAsTheTorchScriptPathDoesAndReleasesThe
                                             " weight_allocations=", 2 * weights, " cache_allocations=0 ")));
   EXPECT_THAT(calls, HasSubstr("live_models=0 live_tensors=0 live_sets=0"));
   EXPECT_EQ(CountLines(calls, "nrt_close"), 1);
+  unsetenv("FAKE_LIBNRT_LOG");
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(root);
+}
+
+
+// One OpenAI /v1/completions request, greedy; the choice's text and completion token count ("" and -1 on error).
+std::pair<std::string, int> Complete(const std::string& http_address, const std::string& model,
+                                     const std::string& prompt, int max_tokens) {
+  rapidjson::StringBuffer body;
+  rapidjson::Writer<rapidjson::StringBuffer> w(body);
+  w.StartObject();
+  w.Key("model");
+  w.String(model.c_str());
+  w.Key("prompt");
+  w.String(prompt.c_str(), static_cast<rapidjson::SizeType>(prompt.size()));
+  w.Key("max_tokens");
+  w.Int(max_tokens);
+  w.Key("temperature");
+  w.Int(0);
+  w.EndObject();
+  httplib::Client client("http://" + http_address);
+  client.set_read_timeout(120, 0);
+  auto res = client.Post("/v1/completions", body.GetString(), "application/json");
+  if (!res || res->status != 200) return {res ? res->body : "no answer", -1};
+  rapidjson::Document doc;
+  doc.Parse(res->body.c_str());
+  if (doc.HasParseError() || !doc.HasMember("choices")) return {res->body, -1};
+  return {doc["choices"][0]["text"].GetString(), doc["usage"]["completion_tokens"].GetInt()};
+}
+
+// llama_tiny served twice by one server — TorchScript on cpu and runtime nrt through the fake libnrt (two replicas,
+// one KV cache set each, bound to all 20 NEFFs) — with several prompts in flight at once on each: every greedy
+// completion is token-identical. Both paths run the same graphs, but the continuous batcher may group a sequence's
+// decode steps into other batch buckets in the two engines, so logits can differ by float rounding across graph
+// shapes; only prompts whose reference top-2 margins (reference_generation.json) stay above
+// tests/float_tolerance.h's kNearTieMargin over the generated tokens are used, where such rounding cannot swap a
+// token.
+TEST(NrtServerTest, GeneratesAsTheTorchScriptPathOverOpenAiCompletions) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("sluice_nrt_llama_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string log = (root / "libnrt.log").string();
+  setenv("FAKE_LIBNRT_LOG", log.c_str(), 1);
+  unsetenv("NEURON_RT_VISIBLE_CORES");
+  constexpr int kMaxTokens = 16;
+  rapidjson::Document reference;
+  reference.Parse(ReadAll(std::string(SLUICE_NRT_MODELS_DIR) + "/llama_tiny/reference_generation.json").c_str());
+  ASSERT_FALSE(reference.HasParseError());
+  std::vector<std::string> prompts;
+  for (const auto& c : reference["cases"].GetArray()) {
+    if (c.HasMember("messages")) continue;
+    double margin = 1e9;
+    for (int i = 0; i < kMaxTokens; ++i) margin = std::min(margin, c["top2_margins"][i].GetDouble());
+    if (margin > testing::kNearTieMargin) prompts.push_back(c["prompt"].GetString());
+  }
+  ASSERT_GE(prompts.size(), 6u) << "too few reference prompts clear of near-ties";
+
+  ServerProcess::Options options;
+  options.source_repository = SLUICE_NRT_MODELS_DIR;
+  options.models = {"llama_tiny", "llama_tiny_nrt"};
+  const auto start = std::chrono::steady_clock::now();
+  ServerProcess server(options);
+  ASSERT_TRUE(server.ready()) << server.Log();
+  const double ready_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // Every prompt to both models at once: 2 x prompts requests in flight, batched by each engine as they come.
+  std::vector<std::pair<std::string, int>> want(prompts.size()), got(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    clients.emplace_back([&, i] { want[i] = Complete(server.http_address(), "llama_tiny", prompts[i], kMaxTokens); });
+    clients.emplace_back([&, i] { got[i] = Complete(server.http_address(), "llama_tiny_nrt", prompts[i], kMaxTokens); });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_GT(want[i].second, 0) << want[i].first;
+    EXPECT_EQ(got[i], want[i]) << "prompt " << i << ": " << prompts[i].substr(0, 40);
+  }
+  std::printf("[ timing ] llama_tiny + llama_tiny_nrt ready in %.1f s; %zu x 2 concurrent completions in %.1f s\n",
+              ready_s, prompts.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - ready_s);
+
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(60)), 0) << server.Log();
+  const std::string calls = ReadAll(log);
+  // 2 replicas x 20 NEFFs; one K and one V cache per replica; every NEFF unloaded, nrt_close once.
+  EXPECT_THAT(calls, HasSubstr("nrt_close loads=40 unloads=40 weight_allocations=78 cache_allocations=4 "));
+  EXPECT_THAT(calls, HasSubstr("live_models=0 live_tensors=0 live_sets=0"));
+  EXPECT_EQ(CountLines(calls, "nrt_close"), 1);
+  unsetenv("FAKE_LIBNRT_LOG");
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(root);
+}
+
+// SIGTERM while the NEFFs are still loading (each nrt_load slowed down by the fake): the server stops the load,
+// unloads what it had loaded, calls nrt_close once and exits 0, within a bounded time.
+TEST(NrtServerTest, SigtermDuringLoadingUnloadsWhatWasLoadedAndClosesTheRuntime) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("sluice_nrt_stop_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string log = (root / "libnrt.log").string();
+  setenv("FAKE_LIBNRT_LOG", log.c_str(), 1);
+  setenv("FAKE_LIBNRT_LOAD_DELAY_MS", "100", 1);  // 30 loads: 3 s at least
+  unsetenv("NEURON_RT_VISIBLE_CORES");
+  ServerProcess::Options options;
+  options.source_repository = SLUICE_NRT_MODELS_DIR;
+  options.models = {"text_embed_nrt"};  // 2 replicas x 15 NEFFs
+  options.return_when_listening = true;
+  ServerProcess server(options);
+  unsetenv("FAKE_LIBNRT_LOAD_DELAY_MS");
+  ASSERT_TRUE(server.ready()) << server.Log();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (CountLines(ReadAll(log), "nrt_load ") < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(CountLines(ReadAll(log), "nrt_load "), 3) << server.Log();
+  const auto signalled = std::chrono::steady_clock::now();
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
+  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  std::printf("[ timing ] SIGTERM during loading: exited in %.2f s\n", stop_s);
+  const std::string calls = ReadAll(log);
+  const int loads = CountLines(calls, "nrt_load ");
+  EXPECT_LT(loads, 30) << "the load was meant to be interrupted";
+  EXPECT_EQ(CountLines(calls, "nrt_unload "), loads) << calls;
+  EXPECT_THAT(calls, HasSubstr(absl::StrCat("nrt_close loads=", loads, " unloads=", loads, " ")));
+  EXPECT_THAT(calls, HasSubstr("live_models=0 live_tensors=0 live_sets=0"));
+  EXPECT_EQ(CountLines(calls, "nrt_close"), 1);
+  EXPECT_THAT(server.Log(), HasSubstr("loading stopped"));
+  EXPECT_THAT(server.Log(), Not(HasSubstr("READY")));
   unsetenv("FAKE_LIBNRT_LOG");
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(root);
 }
