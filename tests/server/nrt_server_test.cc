@@ -360,9 +360,9 @@ TEST(NrtServerTest, SigtermDuringLoadingUnloadsWhatWasLoadedAndClosesTheRuntime)
   server.Signal(SIGTERM);
   EXPECT_EQ(server.WaitExit(std::chrono::seconds(30)), 0) << server.Log();
   const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
-  std::printf("[ timing ] SIGTERM during loading: exited in %.2f s\n", stop_s);
   const std::string calls = ReadAll(log);
   const int loads = CountLines(calls, "nrt_load ");
+  std::printf("[ timing ] SIGTERM during loading: exited in %.2f s, after %d of 30 NEFF loads\n", stop_s, loads);
   EXPECT_LT(loads, 30) << "the load was meant to be interrupted";
   EXPECT_EQ(CountLines(calls, "nrt_unload "), loads) << calls;
   EXPECT_THAT(calls, HasSubstr(absl::StrCat("nrt_close loads=", loads, " unloads=", loads, " ")));
