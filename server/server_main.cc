@@ -61,7 +61,9 @@ void Announce(const ServerConfig& config, Server& server, const char* state, con
 
 // How long a SIGTERM during loading waits for the loading to stop (between instances, and between NEFFs on the
 // Neuron Runtime) and for what was loaded to be released, before the process exits without it.
-constexpr auto kStopLoadingTimeout = std::chrono::seconds(10);
+// On a device a NEFF can take seconds to load; a longer one is abandoned (the driver reclaims the cores at exit),
+// which is no worse than not unloading at all, and an orchestrator's grace period is not spent waiting.
+constexpr auto kStopLoadingTimeout = std::chrono::seconds(5);
 
 // What a load that a signal interrupted came to.
 enum class LoadOutcome { kLoaded, kFailed, kStopped };
