@@ -189,6 +189,16 @@ TEST_F(NrtGenerationTest, RefusesAnUnboundCacheAndWriteBacksBoundToAnotherTensor
   EXPECT_THAT(refused.status().message(), HasSubstr("cache 'v_cache' is not bound"));
   EXPECT_THAT(refused.status().message(), HasSubstr("prefill_l64.neff"));
 
+  // A decode input named other than the graph's argument.
+  std::string misnamed = text;
+  misnamed.replace(misnamed.find("name: positions}"), 16, "name: position}");
+  absl::StatusOr<YamlNode> misnamed_root = YamlNode::LoadString(misnamed, "neff_manifest.yaml");
+  ASSERT_TRUE(misnamed_root.ok()) << misnamed_root.status();
+  refused = ParseNeffManifest(*misnamed_root, *nrt_config_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("a decode NEFF's inputs are tokens, positions, slots, not 'position'"));
+
   // output1 (aliasing k_cache's input) bound to v_cache and output2 to k_cache, in every NEFF.
   std::string swapped = text;
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
