@@ -264,4 +264,5 @@ class Checkpoint:
         self.stored_dtypes = load_weights(self.model, read_state(path), path)
         self.model.eval()
         self.bos, self.eos_ids, self.adds_bos = special_tokens(path, self.hf)
-        self.torch_dtype = self.hf.get("torch_dtype") or self.hf.get("dtype") or "float32"  # "dtype": transformers >= 4.56
+        # transformers >= 4.56 writes "dtype" where older ones wrote "torch_dtype".
+        self.torch_dtype = self.hf.get("torch_dtype") or self.hf.get("dtype") or "float32"

@@ -56,8 +56,8 @@ CASES = {
     "mistral_no_window": ("MistralConfig", dict(sliding_window=None, head_dim=32), "safetensors", torch.float32),
     "qwen2_tied_bf16": ("Qwen2Config", dict(tie_word_embeddings=True), "safetensors", torch.bfloat16),
     # Qwen3 (q/k RMSNorm over head_dim, here 32 != hidden/heads): transformers >= 4.51 only, so these run in
-    # tests/torch2 (qwen3_transformers_test.sh, transformers 4.57.1); under 4.44.2 they are skipped, and run_qwen3_self
-    # checks the export against llama.py instead.
+    # tests/torch2 (qwen3_transformers_test.sh, transformers 4.57.1); under 4.44.2 they are skipped, and
+    # run_qwen3_self checks the export against llama.py instead.
     "qwen3_tied": ("Qwen3Config", dict(head_dim=32, tie_word_embeddings=True, rope_theta=1000000.0),
                    "safetensors", torch.float32),
     "qwen3_bf16_bias": ("Qwen3Config", dict(head_dim=32, attention_bias=True), "sharded", torch.bfloat16),

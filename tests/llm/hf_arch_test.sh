@@ -3,8 +3,8 @@
 # randomly initialised checkpoint per supported architecture plus the refusals: hf_arch_check.py. Then every export
 # served at once by one real sluice-server (one model repository, one model per family): greedy tokens over OpenAI
 # /v1/completions and Triton ModelStreamInfer == transformers' under continuous batching (hf_arch_serving_check.py).
-# Registered with CTest (tests/llm/CMakeLists.txt, label llm_peers). Once the venv exists, on a quiet machine:
-# about 80 s for the exports and checks, plus the served part (measured: README "Bring your own LLM").
+# Registered with CTest (tests/llm/CMakeLists.txt, label llm_peers). Once the venv exists, at load average 3: 113 s,
+# of which the served part (server start, 96 requests, drain) about 14 s.
 #   hf_arch_test.sh SERVER_BINARY WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 SERVER_BINARY WORK_DIR" >&2; exit 2; }
@@ -12,7 +12,10 @@ SERVER=$(realpath "$1") WORK=$2 HERE=$(cd "$(dirname "$0")" && pwd) START=$(date
 log() { echo "[hf_arch +$(( $(date +%s) - START ))s] $*"; }
 fail() {
   echo "hf_arch_test: FAILED: $*" >&2
-  if [ -f "$WORK/hf_arch_server.log" ]; then echo "---- server log (tail) ----" >&2; tail -n 30 "$WORK/hf_arch_server.log" >&2; fi
+  if [ -f "$WORK/hf_arch_server.log" ]; then
+    echo "---- server log (tail) ----" >&2
+    tail -n 30 "$WORK/hf_arch_server.log" >&2
+  fi
   exit 1
 }
 SERVER_PID=""

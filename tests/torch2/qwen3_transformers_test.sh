@@ -5,7 +5,7 @@
 # random-config checkpoint with transformers, exports it with backend/compile/hf_export.py run by the same venv's
 # Python (so on torch 2.9.1), and requires transformers' greedy tokens, the teacher-forced logits and the padding
 # checks to agree; every case must run (--require-all: none skipped for a missing config class), refusals included.
-# Registered by tests/torch2/CMakeLists.txt when run.sh passes SLUICE_TORCH2_PYTHON. About 70 s on a quiet machine.
+# Registered by tests/torch2/CMakeLists.txt when run.sh passes SLUICE_TORCH2_PYTHON. 67 s at load average 3, 197 s at 7.
 #   qwen3_transformers_test.sh VENV_PYTHON WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 VENV_PYTHON WORK_DIR" >&2; exit 2; }

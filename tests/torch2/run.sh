@@ -17,7 +17,7 @@
 # --transformers (implied by --export wheel): the venv also gets the wheel's dependencies (its Python must import
 #   torch) and transformers 4.57.1 (requirements-transformers.txt, hash-checked), and the build registers
 #   qwen3_transformers_test (Qwen3 and the other Hugging Face families against it). Measured here: the full venv
-#   2 min (download + install, 6.8 GB), transformers 13 s more, the test about 70 s.
+#   2 min (download + install, 6.8 GB), transformers 13 s more, the test 67 s at load average 3 (197 s at 7).
 # Measured here from an empty WORK_DIR, cold build, 2 shared cores: wheel 23 min, debian 11 min (README: libtorch 2.x).
 set -euo pipefail
 
