@@ -3,8 +3,8 @@
 # randomly initialised checkpoint per supported architecture plus the refusals: hf_arch_check.py. Then every export
 # served at once by one real sluice-server (one model repository, one model per family): greedy tokens over OpenAI
 # /v1/completions and Triton ModelStreamInfer == transformers' under continuous batching (hf_arch_serving_check.py).
-# Registered with CTest (tests/llm/CMakeLists.txt, label llm_peers). Once the venv exists, at load average 3: 113 s,
-# of which the served part (server start, 96 requests, drain) about 14 s.
+# Registered with CTest (tests/llm/CMakeLists.txt, label llm_peers). Once the venv exists: 53 s at load average 1.3
+# (113 s at 3), of which the served part (server start, 96 requests, drain) 5 s (14 s).
 #   hf_arch_test.sh SERVER_BINARY WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 SERVER_BINARY WORK_DIR" >&2; exit 2; }
