@@ -40,10 +40,12 @@ tests/fuzz/run_ci.sh build-fuzz 30 2
 echo "tests/run.sh: fuzz build + runs $(( $(date +%s) - fuzz_start )) s"
 
 # libtorch 2.x (tests/torch2, README "libtorch 2.x"): backend/ and its backend tests built against the libtorch inside
-# PyPI's torch 2.9.1 wheel (0.9 GB download into build-torch2/venv), on graphs exported by Debian's torch 1.13.1.
+# PyPI's torch 2.9.1 wheel, on graphs exported by Debian's torch 1.13.1. --transformers: the venv gets the wheel's
+# dependencies too (4.1 GB download into build-torch2/venv instead of 0.9 GB: about 2 minutes here) and transformers
+# 4.57.1, for qwen3_transformers_test (Qwen3 against a transformers that knows it, 67-197 s at load average 3-7).
 # About 11 minutes cold on 2 cores, a few with the venv, the models and ccache warm.
 torch2_start=$(date +%s)
-tests/torch2/run.sh "$PWD/build-torch2" --export debian
+tests/torch2/run.sh "$PWD/build-torch2" --export debian --transformers
 echo "tests/run.sh: libtorch 2.x build + tests $(( $(date +%s) - torch2_start )) s"
 
 echo "tests/run.sh: total $(( $(date +%s) - start )) s"

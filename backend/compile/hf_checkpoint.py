@@ -28,13 +28,11 @@ FAMILIES = {
     "qwen2": ("Qwen2ForCausalLM",),
     "qwen3": ("Qwen3ForCausalLM",),
 }
-# Implemented, but not checked against transformers here (transformers 4.44.2, the newest that runs on Debian's torch
-# 1.13, predates Qwen3): exported only when the caller allows unverified families.
-UNVERIFIED = {"qwen3": "transformers 4.44.2 has no Qwen3; its q/k norm is implemented from the published "
-                       "architecture but not compared with a reference here"}
-# Keys whose truthy value changes the model in ways llama.py does not compute.
+# Every family is checked against transformers greedy decoding (tests/llm/hf_arch_test.sh with 4.44.2; Qwen3, which
+# 4.44.2 predates, by tests/torch2/qwen3_transformers_test.sh with 4.57.1).
+# Keys whose truthy value changes the model in ways llama.py does not compute. (`layer_types`: see _layer_types.)
 _REFUSED_KEYS = ("quantization_config", "partial_rotary_factor", "attn_logit_softcapping",
-                 "final_logit_softcapping", "layer_types", "no_rope_layers", "moe_intermediate_size",
+                 "final_logit_softcapping", "no_rope_layers", "moe_intermediate_size",
                  "num_experts", "num_local_experts")
 
 _ST_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
@@ -49,20 +47,17 @@ def read_json(path: str) -> Dict[str, Any]:
 
 # ---- config.json -> LlamaConfig -----------------------------------------------------------------------------------
 
-def model_config(hf: Dict[str, Any], where: str = "config.json", allow_unverified: bool = False) -> llama.LlamaConfig:
+def model_config(hf: Dict[str, Any], where: str = "config.json") -> llama.LlamaConfig:
     """The LlamaConfig of a Hugging Face config dict; ValueError names the unsupported type or key."""
     family = hf.get("model_type")
     if family not in FAMILIES:
         raise ValueError(f"{where}: model_type {family!r} (architectures {hf.get('architectures')}) is not "
                          f"supported; supported: {', '.join(FAMILIES)}")
-    if family in UNVERIFIED and not allow_unverified:
-        raise ValueError(f"{where}: model_type {family!r} is not verified ({UNVERIFIED[family]}); "
-                         "hf_export.py --allow-unverified exports it anyway")
     wrong = [a for a in hf.get("architectures") or [] if a not in FAMILIES[family]]
     if wrong:
         raise ValueError(f"{where}: architectures {wrong} are not supported for model_type {family!r} "
                          f"(supported: {', '.join(FAMILIES[family])})")
-    refused = [f"{k}={hf[k]!r}" for k in _REFUSED_KEYS if hf.get(k)]
+    refused = [f"{k}={hf[k]!r}" for k in _REFUSED_KEYS if hf.get(k)] + _layer_types(hf, family)
     act = hf.get("hidden_act", "silu")
     if act != "silu":
         refused.append(f"hidden_act={act!r} (only silu)")
@@ -97,6 +92,18 @@ def model_config(hf: Dict[str, Any], where: str = "config.json", allow_unverifie
         return llama.LlamaConfig(**cfg)
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
+
+
+def _layer_types(hf: Dict[str, Any], family: str) -> List[str]:
+    """transformers >= 4.53 writes `layer_types` (one attention type per layer) into every Qwen2/Qwen3 config.json:
+    all "full_attention" is the model llama.py computes; "sliding_attention" layers come from use_sliding_window,
+    which refused_window rules on (Qwen only). Anything else is refused."""
+    types = hf.get("layer_types") or []
+    allowed = {"full_attention"}
+    if family in ("qwen2", "qwen3") and hf.get("use_sliding_window"):
+        allowed.add("sliding_attention")
+    other = sorted(set(types) - allowed)
+    return [f"layer_types with {other}"] if other else []
 
 
 def _required(hf: Dict[str, Any], key: str, where: str) -> int:
@@ -246,15 +253,16 @@ def _post_processor_adds_bos(post: Optional[Dict[str, Any]], bos: int) -> bool:
 class Checkpoint:
     """A loaded checkpoint: .model (float32, eval), .hf (config.json), .bos, .eos_ids, .adds_bos, .stored_dtypes."""
 
-    def __init__(self, path: str, allow_unverified: bool = False):
+    def __init__(self, path: str):
         self.path = path
         config_path = os.path.join(path, "config.json")
         if not os.path.exists(config_path):
             raise ValueError(f"{path}: no config.json")
         self.hf = read_json(config_path)
-        self.config = model_config(self.hf, config_path, allow_unverified)
+        self.config = model_config(self.hf, config_path)
         self.model = llama.LlamaForCausalLM(self.config)
         self.stored_dtypes = load_weights(self.model, read_state(path), path)
         self.model.eval()
         self.bos, self.eos_ids, self.adds_bos = special_tokens(path, self.hf)
-        self.torch_dtype = self.hf.get("torch_dtype", "float32")
+        # transformers >= 4.56 writes "dtype" where older ones wrote "torch_dtype".
+        self.torch_dtype = self.hf.get("torch_dtype") or self.hf.get("dtype") or "float32"

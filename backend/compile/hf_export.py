@@ -7,7 +7,7 @@ tokenizer_config.json with its chat template, generation_config.json, special_to
 
   /usr/bin/python3 backend/compile/hf_export.py --checkpoint CKPT_DIR --out REPO/NAME [--target cpu|neuron]
       [--prefill-lengths 64,128,256,512,1024] [--decode-batch-sizes 1,2,4,8,16] [--kv-lengths 256,512,1024]
-      [--slots 16] [--allow-unverified]
+      [--slots 16]
 
 The context length is the last --kv-lengths (at most max_position_embeddings). Weights stored as bfloat16 or
 float16 are upcast to float32 exactly and the graphs compute in float32 (CPU). An unsupported architecture or
@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import export_checks  # noqa: E402
 import hf_checkpoint  # noqa: E402
 import llama_export  # noqa: E402
 
@@ -36,13 +37,13 @@ SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json
 def buckets(ckpt: hf_checkpoint.Checkpoint, prefill, batches, kvs):
     """The bucket lists, defaults capped at the model's max_position_embeddings."""
     limit = ckpt.config.max_position_embeddings
-    kvs = kvs or [k for k in llama_export.KV_LENGTHS if k <= limit] or [limit]
-    prefill = prefill or [p for p in llama_export.PREFILL_LENGTHS if p <= kvs[-1]] or [kvs[-1]]
-    return prefill, batches or list(llama_export.DECODE_BATCH_SIZES), kvs
+    kvs = kvs or [k for k in export_checks.KV_LENGTHS if k <= limit] or [limit]
+    prefill = prefill or [p for p in export_checks.PREFILL_LENGTHS if p <= kvs[-1]] or [kvs[-1]]
+    return prefill, batches or list(export_checks.DECODE_BATCH_SIZES), kvs
 
 
 def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches=None, kvs=None,
-           slots: int = llama_export.SLOTS, allow_unverified: bool = False) -> float:
+           slots: int = export_checks.SLOTS) -> float:
     start = time.monotonic()
     out = os.path.abspath(out)
     out_dir, name = os.path.dirname(out), os.path.basename(out)
@@ -50,15 +51,11 @@ def export(checkpoint: str, out: str, target: str = "cpu", prefill=None, batches
     def log(msg):
         print(f"[{name}] {msg}", flush=True)
 
-    ckpt = hf_checkpoint.Checkpoint(checkpoint, allow_unverified)
+    ckpt = hf_checkpoint.Checkpoint(checkpoint)
     cfg = ckpt.config
     prefill, batches, kvs = buckets(ckpt, prefill, batches, kvs)
     context = kvs[-1]
-    if context > cfg.max_position_embeddings:
-        raise ValueError(f"context length {context} (last --kv-lengths) exceeds the model's "
-                         f"max_position_embeddings {cfg.max_position_embeddings}")
-    if prefill[-1] > context:
-        raise ValueError(f"largest prefill length {prefill[-1]} exceeds the context length {context}")
+    export_checks.check_buckets(prefill, kvs, cfg.max_position_embeddings, os.path.join(checkpoint, "config.json"))
     why = hf_checkpoint.refused_window(ckpt.hf, context)
     if why:
         raise ValueError(f"{checkpoint}/config.json: {why}")
@@ -114,33 +111,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="local Hugging Face checkpoint directory")
     parser.add_argument("--out", required=True, help="the model directory to write: REPO/NAME")
-    parser.add_argument("--target", choices=["cpu", "neuron"], default="cpu")
-    parser.add_argument("--prefill-lengths")
-    parser.add_argument("--decode-batch-sizes")
-    parser.add_argument("--kv-lengths", help="ascending; the last is the context length")
-    parser.add_argument("--slots", type=int, default=llama_export.SLOTS)
-    parser.add_argument("--allow-unverified", action="store_true",
-                        help="export families implemented but not checked against transformers (Qwen3)")
+    export_checks.add_arguments(parser)
     args = parser.parse_args()
     try:
-        prefill, batches, kvs = (llama_export._ints(args.prefill_lengths, "prefill-lengths"),  # noqa: SLF001
-                                 llama_export._ints(args.decode_batch_sizes, "decode-batch-sizes"),  # noqa: SLF001
-                                 llama_export._ints(args.kv_lengths, "kv-lengths"))  # noqa: SLF001
-    except SystemExit as e:
+        prefill, batches, kvs = export_checks.parse_arguments(args)
+    except export_checks.UsageError as e:
         print(e, file=sys.stderr)
         return 2
-    if args.slots < 1:
-        print("--slots must be >= 1", file=sys.stderr)
-        return 2
-    if args.target == "neuron":
-        try:
-            import torch_neuronx  # noqa: F401
-        except ImportError as e:
-            print(f"--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable here: {e}",
-                  file=sys.stderr)
-            return 2
     try:
-        export(args.checkpoint, args.out, args.target, prefill, batches, kvs, args.slots, args.allow_unverified)
+        export(args.checkpoint, args.out, args.target, prefill, batches, kvs, args.slots)
     except (ValueError, OSError, KeyError) as e:
         print(f"hf_export: refused: {e}", file=sys.stderr)
         return 1

@@ -11,7 +11,8 @@ writes hf/, a Hugging Face checkpoint of the same weights and tokenizer (LlamaFo
 
 --checkpoint takes a local Hugging Face Llama-family directory (hf_checkpoint.py) with a SentencePiece
 tokenizer.model (for checkpoints with tokenizer.json, use hf_export.py). The context length is the last --kv-lengths.
-Exit codes: 0 ok, 1 export failed, 2 bad arguments or --target neuron without torch_neuronx.
+Exit codes: 0 ok, 1 export failed or refused (buckets beyond the model's context: export_checks.py), 2 bad arguments
+or --target neuron without torch_neuronx.
 """
 import argparse
 import json
@@ -26,16 +27,17 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+import export_checks  # noqa: E402
 import graph_format  # noqa: E402
 import hf_checkpoint  # noqa: E402
 import llama  # noqa: E402
 import llm_tokenizer  # noqa: E402
 
 NAME = "llama_tiny"
-PREFILL_LENGTHS = [64, 128, 256, 512, 1024]
-DECODE_BATCH_SIZES = [1, 2, 4, 8, 16]
-KV_LENGTHS = [256, 512, 1024]
-SLOTS = 16
+PREFILL_LENGTHS = export_checks.PREFILL_LENGTHS
+DECODE_BATCH_SIZES = export_checks.DECODE_BATCH_SIZES
+KV_LENGTHS = export_checks.KV_LENGTHS
+SLOTS = export_checks.SLOTS
 MAX_NEW_TOKENS = 48
 CHAT_TEMPLATE = {"system": "System: ", "user": "User: ", "assistant": "Assistant: ", "separator": "\n"}
 
@@ -317,6 +319,8 @@ def export(out_dir: str, target: str = "cpu", checkpoint: Optional[str] = None, 
             model = llama.build(llama.LlamaConfig(vocab_size=sp.get_piece_size()))
             bos, eos = llm_tokenizer.BOS_ID, llm_tokenizer.EOS_ID
             source = f"llama.py seed {llama.SEED}"
+        export_checks.check_buckets(prefill_lengths, kv_lengths, model.config.max_position_embeddings,
+                                    os.path.join(checkpoint, "config.json") if checkpoint else f"llama.py {name}")
         sp = spm.SentencePieceProcessor(model_file=tokenizer_path)
         cfg = model.config
         if sp.get_piece_size() > cfg.vocab_size:
@@ -346,53 +350,21 @@ def export(out_dir: str, target: str = "cpu", checkpoint: Optional[str] = None, 
     return seconds
 
 
-def _ints(text: Optional[str], what: str) -> Optional[List[int]]:
-    if text is None:
-        return None
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or values != sorted(set(values)) or values[0] < 1:
-        raise SystemExit(f"--{what} needs positive ascending integers, e.g. 64,128")
-    return values
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="model repository directory to write into")
-    parser.add_argument("--target", choices=["cpu", "neuron"], default="cpu")
     parser.add_argument("--checkpoint", help="local Hugging Face Llama directory (default: build llama_tiny)")
     parser.add_argument("--name", help=f"model name (default {NAME}; required with --checkpoint)")
-    parser.add_argument("--prefill-lengths")
-    parser.add_argument("--decode-batch-sizes")
-    parser.add_argument("--kv-lengths", help="ascending; the last is the context length")
-    parser.add_argument("--slots", type=int, default=SLOTS)
+    export_checks.add_arguments(parser)
     parser.add_argument("--no-reference", action="store_true", help="skip reference_generation.json")
     args = parser.parse_args()
     try:
-        prefill, batches, kvs = (_ints(args.prefill_lengths, "prefill-lengths"),
-                                 _ints(args.decode_batch_sizes, "decode-batch-sizes"),
-                                 _ints(args.kv_lengths, "kv-lengths"))
-    except SystemExit as e:
+        prefill, batches, kvs = export_checks.parse_arguments(args)
+        if args.checkpoint and not args.name:
+            raise export_checks.UsageError("--checkpoint needs --name")
+    except export_checks.UsageError as e:
         print(e, file=sys.stderr)
         return 2
-    if args.checkpoint and not args.name:
-        print("--checkpoint needs --name", file=sys.stderr)
-        return 2
-    if args.slots < 1:
-        print("--slots must be >= 1", file=sys.stderr)
-        return 2
-    if (prefill or PREFILL_LENGTHS)[-1] > (kvs or KV_LENGTHS)[-1]:
-        print("the largest prefill length must not exceed the context length (last --kv-lengths)", file=sys.stderr)
-        return 2
-    if args.target == "neuron":
-        try:
-            import torch_neuronx  # noqa: F401
-        except ImportError as e:
-            print(f"--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable here: {e}",
-                  file=sys.stderr)
-            return 2
     os.makedirs(args.out, exist_ok=True)
     try:
         export(args.out, args.target, args.checkpoint, args.name or NAME, prefill, batches, kvs, args.slots,

@@ -12,7 +12,8 @@ sharded safetensors or pytorch_model.bin; float32, bfloat16 or float16). hf_expo
      all prompts batched == transformers token for token (a divergence allowed only at a reference near tie,
      float_tolerance.NEAR_TIE).
   4. REFUSALS: configs hf_export.py must refuse by name (exit 1, the key in the message), writing nothing.
-  5. Qwen3 (run_qwen3_self): refused unless --allow-unverified; then graphs == llama.py eager (no transformers).
+  5. Qwen3: the qwen3_* CASES where transformers has Qwen3 (>= 4.51: tests/torch2/qwen3_transformers_test.sh);
+     under 4.44.2 they are skipped and run_qwen3_self checks a Qwen3 export against llama.py's eager model.
 The stored dtype (bf16/fp16) is upcast exactly; the reference is transformers computing in float32 on the same
 values (a bf16 transformers run differs from both by bf16 rounding, far above the float32 bound).
 
@@ -54,13 +55,26 @@ CASES = {
     "mistral_window16": ("MistralConfig", dict(sliding_window=16), "safetensors", torch.float32),
     "mistral_no_window": ("MistralConfig", dict(sliding_window=None, head_dim=32), "safetensors", torch.float32),
     "qwen2_tied_bf16": ("Qwen2Config", dict(tie_word_embeddings=True), "safetensors", torch.bfloat16),
+    # Qwen3 (q/k RMSNorm over head_dim, here 32 != hidden/heads): transformers >= 4.51 only, so these run in
+    # tests/torch2 (qwen3_transformers_test.sh, transformers 4.57.1); under 4.44.2 they are skipped, and
+    # run_qwen3_self checks the export against llama.py instead.
+    "qwen3_tied": ("Qwen3Config", dict(head_dim=32, tie_word_embeddings=True, rope_theta=1000000.0),
+                   "safetensors", torch.float32),
+    "qwen3_bf16_bias": ("Qwen3Config", dict(head_dim=32, attention_bias=True), "sharded", torch.bfloat16),
 }
-# name: (config class, overrides, the substring the refusal must contain)
+QWEN3_CASES = ("qwen3_tied", "qwen3_bf16_bias")
+# name: (config class, overrides, the substring the refusal must contain, export arguments replacing EXPORT_ARGS')
 REFUSALS = {
-    "gemma": ("GemmaConfig", dict(head_dim=16), "model_type 'gemma'"),
-    "rope_dynamic": ("LlamaConfig", dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0}), "'dynamic'"),
-    "gelu": ("LlamaConfig", dict(hidden_act="gelu"), "hidden_act='gelu'"),
-    "qwen2_window": ("Qwen2Config", dict(use_sliding_window=True, sliding_window=32), "use_sliding_window"),
+    "gemma": ("GemmaConfig", dict(head_dim=16), "model_type 'gemma'", []),
+    "rope_dynamic": ("LlamaConfig", dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0}), "'dynamic'", []),
+    "gelu": ("LlamaConfig", dict(hidden_act="gelu"), "hidden_act='gelu'", []),
+    "qwen2_window": ("Qwen2Config", dict(use_sliding_window=True, sliding_window=32), "use_sliding_window", []),
+    # The buckets against the model's context (backend/compile/export_checks.py, shared with llama_export.py):
+    # TINY's max_position_embeddings is 256.
+    "context_over_max_positions": ("LlamaConfig", {}, "context length 512 (the last --kv-lengths) exceeds "
+                                   "max_position_embeddings 256", ["--kv-lengths", "64,512"]),
+    "prefill_over_context": ("LlamaConfig", {}, "largest prefill bucket 256 (--prefill-lengths) exceeds the "
+                             "context length 128", ["--prefill-lengths", "32,256"]),
 }
 PROMPT_LENGTHS = [1, 3, 25, 32, 33, 60]
 MAX_NEW_TOKENS = 16
@@ -102,10 +116,15 @@ def save(model, path: str, mode: str, dtype):
     return files
 
 
-def save_tokenizer_stub(path: str):
-    with open(os.path.join(path, "tokenizer.json"), "w") as f:  # hf_export.py copies it; its content is unused
-        json.dump({"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<unk>": 0}, "unk_token": "<unk>"}},
-                  f)
+def save_tokenizer_stub(path: str, vocab_size: int = TINY["vocab_size"]):
+    """A word-level tokenizer.json for the served exports (hf_arch_serving_check.py): id i is the word "t<i>",
+    split on whitespace, decoded joined by single spaces (no decoder), no special or added tokens. So served text
+    spells its ids one for one, and a prompt's words encode to exactly its ids (no BOS: no post-processor)."""
+    with open(os.path.join(path, "tokenizer.json"), "w") as f:
+        json.dump({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+                   "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
+                   "model": {"type": "WordLevel", "vocab": {f"t{i}": i for i in range(vocab_size)},
+                             "unk_token": "t0"}}, f)
 
 
 def reference(path: str, prompts):
@@ -198,12 +217,12 @@ def type_of(overrides, config_class: str) -> str:
 
 
 def run_refusal(name: str, work: str) -> bool:
-    config_class, overrides, needle = REFUSALS[name]
+    config_class, overrides, needle, extra_args = REFUSALS[name]
     ckpt, out = os.path.join(work, "refuse", name), os.path.join(work, "refuse", "out", name)
     shutil.rmtree(os.path.join(work, "refuse", name), ignore_errors=True)
     save(build(config_class, overrides, 1), ckpt, "safetensors", torch.float32)
     r = subprocess.run([sys.executable, os.path.join(COMPILE, "hf_export.py"), "--checkpoint", ckpt, "--out", out]
-                       + EXPORT_ARGS, capture_output=True, text=True, timeout=300)
+                       + EXPORT_ARGS + extra_args, capture_output=True, text=True, timeout=300)
     message = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
     ok = r.returncode == 1 and needle in message and not os.path.exists(out)
     print(f"{'ok  ' if ok else 'FAIL'} refuses {name}: exit {r.returncode}: {message}", flush=True)
@@ -216,17 +235,17 @@ QWEN3 = dict(TINY, model_type="qwen3", architectures=["Qwen3ForCausalLM"], head_
 
 
 def run_qwen3_self(work: str) -> bool:
-    """Qwen3 without a transformers reference (4.44.2 predates it): a hand-written Qwen3 config.json and llama.py
-    weights (q_norm / k_norm included) saved as pytorch_model.bin. hf_export.py must refuse it without
-    --allow-unverified, and with it the graphs must equal llama.py's own eager model (check_generation_padding.py
-    with llama.py's greedy tokens as the reference): the graph plumbing of the q/k norm, not its parity with Qwen3."""
+    """Qwen3 where transformers has none (4.44.2): a hand-written Qwen3 config.json and llama.py weights (q_norm /
+    k_norm included) saved as pytorch_model.bin, exported; the graphs must equal llama.py's own eager model
+    (check_generation_padding.py with llama.py's greedy tokens as the reference), and the export is served with the
+    others. That llama.py computes Qwen3 as transformers does is tests/torch2/qwen3_transformers_test.sh's part."""
     import hf_checkpoint
     import llama
     import llama_export
     ckpt, out = os.path.join(work, "qwen3_self", "checkpoint"), os.path.join(work, "qwen3_self", "export", "qwen3")
     shutil.rmtree(os.path.join(work, "qwen3_self"), ignore_errors=True)
     os.makedirs(ckpt)
-    model = llama.LlamaForCausalLM(hf_checkpoint.model_config(QWEN3, allow_unverified=True))
+    model = llama.LlamaForCausalLM(hf_checkpoint.model_config(QWEN3))
     llama.init_weights(model, 3)
     gen = torch.Generator().manual_seed(3)
     with torch.no_grad():
@@ -239,11 +258,9 @@ def run_qwen3_self(work: str) -> bool:
         json.dump(QWEN3, f)
     save_tokenizer_stub(ckpt)
     cmd = [sys.executable, os.path.join(COMPILE, "hf_export.py"), "--checkpoint", ckpt, "--out", out] + EXPORT_ARGS
-    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    ok = refused.returncode == 1 and "not verified" in refused.stderr and not os.path.exists(out)
-    export = subprocess.run(cmd + ["--allow-unverified"], capture_output=True, text=True, timeout=600)
+    export = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if export.returncode:
-        print(f"FAIL qwen3_self: hf_export.py --allow-unverified exit {export.returncode}\n{export.stderr}")
+        print(f"FAIL qwen3_self: hf_export.py exit {export.returncode}\n{export.stderr}")
         return False
     g = torch.Generator().manual_seed(4)
     cases = []
@@ -256,10 +273,9 @@ def run_qwen3_self(work: str) -> bool:
         json.dump({"model": "qwen3_self", "max_new_tokens": MAX_NEW_TOKENS, "cases": cases}, f)
     check = subprocess.run([sys.executable, os.path.join(COMPILE, "check_generation_padding.py"), out],
                            capture_output=True, text=True, timeout=600)
-    ok = ok and check.returncode == 0
-    print(f"{'ok  ' if ok else 'FAIL'} qwen3_self (no transformers reference: graphs == llama.py eager only): "
-          f"refused without --allow-unverified: exit {refused.returncode}; check_generation_padding "
-          f"{'PASS' if check.returncode == 0 else 'FAIL'}", flush=True)
+    ok = check.returncode == 0
+    print(f"{'ok  ' if ok else 'FAIL'} qwen3_self (no transformers reference: graphs == llama.py eager): "
+          f"check_generation_padding {'PASS' if ok else 'FAIL'}", flush=True)
     if check.returncode:
         print(check.stdout + check.stderr)
     return ok
@@ -271,12 +287,23 @@ def main() -> int:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--refusals", default=",".join(REFUSALS))
     parser.add_argument("--no-qwen3", action="store_true", help="skip the Qwen3 self-consistency case")
+    parser.add_argument("--require-all", action="store_true",
+                        help="fail, rather than skip, a case whose config class this transformers lacks")
     args = parser.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     # Each case's seed comes from its name: the same weights and prompts whichever cases run.
-    results = [run_case(name, args.work, zlib.crc32(name.encode())) for name in args.cases.split(",") if name]
+    names = [name for name in args.cases.split(",") if name]
+    missing = [n for n in names if not hasattr(transformers, CASES[n][0])]
+    if missing and (args.require_all or args.cases != ",".join(CASES)):  # asked for: never skipped quietly
+        print(f"FAIL transformers {transformers.__version__} has no {sorted({CASES[n][0] for n in missing})} "
+              f"for {missing}")
+        return 1
+    for name in missing:
+        print(f"skip {name}: transformers {transformers.__version__} has no {CASES[name][0]} "
+              f"(tests/torch2/qwen3_transformers_test.sh checks it with a newer one)")
+    results = [run_case(name, args.work, zlib.crc32(name.encode())) for name in names if name not in missing]
     results += [run_refusal(name, args.work) for name in args.refusals.split(",") if name]
     if not args.no_qwen3:
         results.append(run_qwen3_self(args.work))

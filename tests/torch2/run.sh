@@ -2,7 +2,7 @@
 # Builds sluice's libtorch backend and tests/backend's backend tests against the libtorch 2.x inside PyPI's `torch`
 # wheel (tests/torch2/CMakeLists.txt), exports the example models, runs the tests, prints each phase's wall time.
 #
-#   tests/torch2/run.sh WORK_DIR [--export wheel|debian]
+#   tests/torch2/run.sh WORK_DIR [--export wheel|debian] [--transformers]
 #
 # Everything goes under WORK_DIR: venv/ (torch $TORCH_VERSION from PyPI), models-<mode>/ (the exported graphs),
 # build/. A second run with the same WORK_DIR reuses what is there (the venv if it holds the pinned versions, the
@@ -14,6 +14,10 @@
 # --export debian: the graphs are exported by Debian's torch 1.13.1 (/usr/bin/python3, as in the main build) and
 #   loaded by libtorch 2.x (TorchScript reads files written by older versions). The venv gets only the wheel and
 #   the two CUDA libraries libtorch_cpu.so itself NEEDs (libcudart.so.12, libcupti.so.12): ~0.9 GB downloaded.
+# --transformers (implied by --export wheel): the venv also gets the wheel's dependencies (its Python must import
+#   torch) and transformers 4.57.1 (requirements-transformers.txt, hash-checked), and the build registers
+#   qwen3_transformers_test (Qwen3 and the other Hugging Face families against it). Measured here: the full venv
+#   2 min (download + install, 6.8 GB), transformers 13 s more, the test 67 s at load average 3 (197 s at 7).
 # Measured here from an empty WORK_DIR, cold build, 2 shared cores: wheel 23 min, debian 11 min (README: libtorch 2.x).
 set -euo pipefail
 
@@ -24,18 +28,21 @@ CUDA_RUNTIME=nvidia-cuda-runtime-cu12==12.8.90
 CUDA_CUPTI=nvidia-cuda-cupti-cu12==12.8.90
 EXPORT_PACKAGES=(numpy==2.4.6 pyyaml==6.0.4 sentencepiece==0.2.3)  # what backend/compile/*.py imports besides torch
 
-usage() { echo "usage: $0 WORK_DIR [--export wheel|debian]" >&2; exit 2; }
+usage() { echo "usage: $0 WORK_DIR [--export wheel|debian] [--transformers]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 mode=wheel
+transformers=0
 work_arg=$1
 shift
 while [ $# -gt 0 ]; do
   case "$1" in
     --export) [ $# -ge 2 ] || usage; mode=$2; shift 2 ;;
+    --transformers) transformers=1; shift ;;
     *) usage ;;
   esac
 done
 case "$mode" in wheel|debian) ;; *) usage ;; esac
+if [ "$mode" = wheel ]; then transformers=1; fi
 
 start=$(date +%s)
 phase_start=$start
@@ -52,8 +59,8 @@ venv="$work/venv"
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --no-cache-dir --disable-pip-version-check --progress-bar off)
 installed() { "$venv/bin/pip" show "$1" 2>/dev/null | sed -n 's/^Version: //p'; }
-if [ "$mode" = wheel ]; then
-  # The full wheel with its dependencies, so the wheel's Python can import torch and export.
+if [ "$transformers" = 1 ]; then
+  # The full wheel with its dependencies, so the wheel's Python can import torch (to export; for transformers).
   if [ "$(installed torch)" != "$TORCH_VERSION" ] || [ -z "$(installed nvidia-cudnn-cu12)" ]; then
     "${pip[@]}" "torch==$TORCH_VERSION" "${EXPORT_PACKAGES[@]}"
   fi
@@ -62,6 +69,14 @@ else
   if [ "$(installed torch)" != "$TORCH_VERSION" ] || [ -z "$(installed nvidia-cuda-cupti-cu12)" ]; then
     "${pip[@]}" --no-deps "torch==$TORCH_VERSION" "$CUDA_RUNTIME" "$CUDA_CUPTI"
   fi
+fi
+torch2_python=""
+if [ "$transformers" = 1 ]; then
+  requirements=tests/torch2/requirements-transformers.txt
+  if [ "$(installed transformers)" != "$(sed -n 's/^transformers==\([^ ]*\) .*/\1/p' "$requirements")" ]; then
+    "${pip[@]}" --require-hashes -r "$requirements"
+  fi
+  torch2_python=$venv/bin/python
 fi
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 torch_dir="$site/torch"
@@ -89,7 +104,7 @@ phase "export ($mode)"
 # ccache: reuse across clones of the tree (the wheel's paths under WORK_DIR still make another WORK_DIR miss).
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 cmake -S tests/torch2 -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_TORCH_DIR="$torch_dir" -DSLUICE_TEST_MODELS="$models"
+  -DSLUICE_TORCH_DIR="$torch_dir" -DSLUICE_TEST_MODELS="$models" -DSLUICE_TORCH2_PYTHON="$torch2_python"
 cmake --build "$work/build" -j "$(nproc)"
 phase "configure + build"
 ldd "$work/build/torch2_backend_tests" | grep -E 'libtorch|libc10|libcudart|libcupti|not found' | sed 's/^\s*/torch2: ldd: /'
