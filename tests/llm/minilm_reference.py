@@ -1,6 +1,7 @@
 """Reference embeddings for minilm_embeddings_test.sh: transformers (AutoTokenizer + AutoModel) on the checkpoint,
 mean pooling over the attention mask and L2 normalisation, as sentence-transformers' all-MiniLM-L6-v2 computes them.
-Each text alone (no padding), float64 pooling. Also runs the exported graphs directly on the same ids as a first
+Each text alone (no padding), float64 pooling; special-token look-alikes in a text ("[CLS]") tokenized as text,
+as sluice does. Also runs the exported graphs directly on the same ids as a first
 check that the export itself is right (before any server is involved).
 
   python minilm_reference.py CHECKPOINT_DIR EXPORT_DIR OUT.json
@@ -39,8 +40,12 @@ def main() -> int:
     graph = graph_format.load_graph(export, "b1_l256").eval()
     limit = 256
     embeddings, tokens = [], []
+    # sluice tokenizes user text with special-token look-alikes as text (server/llm/tokenizer.h): transformers'
+    # split_special_tokens=True. Only the text holding "[CLS]" differs from the default.
     for text in TEXTS:
-        enc = tokenizer(text, return_tensors="pt")
+        enc = tokenizer(text, return_tensors="pt", split_special_tokens=True)
+        plain = tokenizer(text)["input_ids"]
+        assert (plain == enc["input_ids"][0].tolist()) == ("[CLS]" not in text), f"{text!r}: split_special_tokens"
         n = enc["input_ids"].shape[1]
         assert n <= limit, f"reference text of {n} tokens is over the largest bucket {limit}"
         with torch.no_grad():
@@ -56,7 +61,7 @@ def main() -> int:
         embeddings.append(reference.tolist())
         tokens.append(n)
     too_long = "word " * 300
-    long_tokens = len(tokenizer(too_long)["input_ids"])
+    long_tokens = len(tokenizer(too_long, split_special_tokens=True)["input_ids"])
     assert long_tokens > limit
     with open(out, "w") as f:
         json.dump({"texts": TEXTS, "embeddings": embeddings, "tokens": tokens, "too_long": too_long,
