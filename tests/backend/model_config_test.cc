@@ -273,7 +273,8 @@ TEST_F(EmbeddingSectionTest, LoadsWithTheFirstOutputByDefault) {
   absl::StatusOr<ModelConfig> config = Parse(EmbeddingConfig(tokenizer_));
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_TRUE(config->embedding.has_value());
-  EXPECT_EQ(config->embedding->tokenizer_path, std::filesystem::path(tokenizer_).lexically_normal().string());
+  EXPECT_EQ(config->embedding->tokenizer_path,
+            std::filesystem::path(tokenizer_).lexically_normal().string());
   EXPECT_EQ(config->embedding->output, "embedding");
   EXPECT_EQ(config->embedding_output().shape, (std::vector<int64_t>{384}));
 }

