@@ -41,18 +41,6 @@ absl::StatusOr<std::vector<int64_t>> AscendingList(const YamlNode& parent, std::
   return values;
 }
 
-absl::StatusOr<std::string> TokenizerPath(const YamlNode& parent, const std::string& model_dir) {
-  SLUICE_ASSIGN_OR_RETURN(YamlNode node, parent.Required("tokenizer"));
-  SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
-  if (text.empty()) return node.Error("must name the tokenizer file (e.g. tokenizer.model)");
-  std::filesystem::path path(text);
-  if (path.is_relative()) path = std::filesystem::path(model_dir) / path;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return node.Error(absl::StrCat("tokenizer file '", path.string(), "' does not exist"));
-  }
-  return std::filesystem::absolute(path, ec).lexically_normal().string();
-}
 
 absl::StatusOr<KvCacheShape> ParseKvCache(const YamlNode& parent, int64_t context_length) {
   SLUICE_ASSIGN_OR_RETURN(YamlNode node, parent.Required("kv_cache"));
@@ -120,6 +108,19 @@ absl::Status CheckRelations(const YamlNode& node, const GenerationOptions& optio
 
 }  // namespace
 
+absl::StatusOr<std::string> ParseTokenizerPath(const YamlNode& parent, const std::string& model_dir) {
+  SLUICE_ASSIGN_OR_RETURN(YamlNode node, parent.Required("tokenizer"));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  if (text.empty()) return node.Error("must name the tokenizer file (e.g. tokenizer.model)");
+  std::filesystem::path path(text);
+  if (path.is_relative()) path = std::filesystem::path(model_dir) / path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return node.Error(absl::StrCat("tokenizer file '", path.string(), "' does not exist"));
+  }
+  return std::filesystem::absolute(path, ec).lexically_normal().string();
+}
+
 absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, const std::string& model_dir) {
   SLUICE_RETURN_IF_ERROR(node.ExpectMap());
   SLUICE_RETURN_IF_ERROR(node.CheckKeys({"tokenizer", "vocab_size", "context_length", "kv_cache", "prefill_lengths",
@@ -127,7 +128,7 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
                                          "max_num_seqs", "prefill_token_budget", "max_queue_size",
                                          "default_max_tokens", "chat_template", "execution_timeout_ms"}));
   GenerationOptions options;
-  SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, TokenizerPath(node, model_dir));
+  SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, ParseTokenizerPath(node, model_dir));
   SLUICE_ASSIGN_OR_RETURN(int64_t vocab, RequiredBoundedInt(node, "vocab_size", 1, kMaxVocabSize));
   options.vocab_size = static_cast<int>(vocab);
   SLUICE_ASSIGN_OR_RETURN(options.context_length, RequiredBoundedInt(node, "context_length", 2, kMaxContextLength));

@@ -81,6 +81,10 @@ struct GenerationOptions {
   int max_decode_batch() const { return decode_batch_sizes.back(); }
 };
 
+// `parent`'s required `tokenizer` key as an absolute path (relative paths against model_dir); an error naming the
+// key when it is empty or the file does not exist. Shared with the embedding section (embedding_config.h).
+absl::StatusOr<std::string> ParseTokenizerPath(const YamlNode& parent, const std::string& model_dir);
+
 // Parses and validates the section; `model_dir` resolves the tokenizer path. Errors name file:line and key.
 absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, const std::string& model_dir);
 

@@ -332,6 +332,29 @@ absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// The embedding section against the rest of the config: a text model whose one input is the token ids (INT64,
+// shape [-1]) and whose chosen output is one FP32 vector per input.
+absl::Status CheckEmbedding(const YamlNode& node, ModelConfig& config) {
+  if (config.kind != ModelKind::kText) return node.Error("embedding is only allowed on kind: text models");
+  EmbeddingOptions& embedding = *config.embedding;
+  if (config.inputs.size() != 1 || config.inputs.front().dtype != DataType::kInt64 ||
+      config.inputs.front().shape != std::vector<int64_t>{kVariableDim}) {
+    return node.Error("an embedding model needs exactly one input: the token ids, INT64 with shape [-1]");
+  }
+  if (embedding.output.empty()) embedding.output = config.outputs.front().name;
+  const TensorSpec* output = nullptr;
+  for (const TensorSpec& spec : config.outputs) {
+    if (spec.name == embedding.output) output = &spec;
+  }
+  if (output == nullptr) {
+    return node.Required("output")->Error(absl::StrCat("no output named '", embedding.output, "'"));
+  }
+  if (output->dtype != DataType::kFp32 || output->shape.size() != 1 || output->shape[0] == kVariableDim) {
+    return node.Error(absl::StrCat("output '", output->name, "' must be FP32 with a fixed shape [dims]"));
+  }
+  return absl::OkStatus();
+}
+
 // inputs, outputs, buckets and batching: the (batch, length) bucket models' sections.
 absl::Status ParseBucketSections(const YamlNode& root, ModelConfig& config) {
   if (std::optional<YamlNode> generation = root.Optional("generation")) {
@@ -405,6 +428,13 @@ const TensorSpec& ModelConfig::speech_output() const {
   return outputs.front();  // unreachable after ParseModelConfig: it resolved the name
 }
 
+const TensorSpec& ModelConfig::embedding_output() const {
+  for (const TensorSpec& output : outputs) {
+    if (output.name == embedding->output) return output;
+  }
+  return outputs.front();  // unreachable after ParseModelConfig: it resolved the name
+}
+
 bool ModelConfig::has_variable_output() const {
   return std::any_of(outputs.begin(), outputs.end(), [](const TensorSpec& t) { return t.has_variable_axis(); });
 }
@@ -415,7 +445,8 @@ std::string ModelConfig::GraphPath(int batch_size, int64_t length) const {
 
 absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::string& model_dir) {
   SLUICE_RETURN_IF_ERROR(root.CheckKeys(
-      {"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim", "speech", "generation"}));
+      {"name", "kind", "inputs", "outputs", "buckets", "batching", "instances", "sim", "speech", "embedding",
+       "generation"}));
   ModelConfig config;
   config.directory = model_dir;
   config.config_path = root.file();
@@ -454,6 +485,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
   if (std::optional<YamlNode> speech = root.Optional("speech")) {
     SLUICE_ASSIGN_OR_RETURN(config.speech, ParseSpeechOptions(*speech));
     SLUICE_RETURN_IF_ERROR(CheckSpeech(*speech, config));
+  }
+  if (std::optional<YamlNode> embedding = root.Optional("embedding")) {
+    SLUICE_ASSIGN_OR_RETURN(config.embedding, ParseEmbeddingOptions(*embedding, config.directory));
+    SLUICE_RETURN_IF_ERROR(CheckEmbedding(*embedding, config));
   }
   return config;
 }

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/base/core_range.h"
+#include "backend/base/embedding_config.h"
 #include "backend/base/generation_config.h"
 #include "backend/base/speech_config.h"
 #include "backend/base/tensor.h"
@@ -118,6 +119,7 @@ struct ModelConfig {
   std::vector<InstanceGroup> instances;
   std::optional<SimCostModel> sim;  // present iff some instance group uses the sim device
   std::optional<SpeechOptions> speech;  // kind speech only: what the voice API needs (speech_config.h)
+  std::optional<EmbeddingOptions> embedding;  // kind text only: what the embeddings API needs (embedding_config.h)
   // kind generation only (and then always): the decoder's graphs, KV cache and engine policy
   // (generation_config.h). inputs/outputs/buckets are empty for generation models.
   std::optional<GenerationOptions> generation;
@@ -127,6 +129,8 @@ struct ModelConfig {
   bool has_variable_output() const;
   // The output the voice API decodes. REQUIRES: speech is set.
   const TensorSpec& speech_output() const;
+  // The vector the embeddings API answers. REQUIRES: embedding is set.
+  const TensorSpec& embedding_output() const;
   // The precompiled graph for one bucket: <directory>/graphs/b<batch>_l<length>.pt
   std::string GraphPath(int batch_size, int64_t length) const;
 };

@@ -200,6 +200,7 @@ absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
   }
   std::vector<std::unique_ptr<ServedModel>> models;
   std::vector<std::unique_ptr<GenerationModel>> generation_models;
+  std::vector<std::unique_ptr<EmbeddingModel>> embedding_models;
   for (LoadedModel& loaded : repository_->mutable_models()) {
     if (loaded.config->generation) {
       GenerationModelOptions options;
@@ -223,9 +224,16 @@ absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
     absl::StatusOr<std::unique_ptr<ServedModel>> model = ServedModel::Create(options);
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("scheduler for ", loaded.config->name,
                                                                              ": ", model.status().message()));
+    if (loaded.config->embedding) {
+      absl::StatusOr<std::unique_ptr<EmbeddingModel>> embedding = EmbeddingModel::Create(model->get());
+      if (!embedding.ok()) return absl::Status(embedding.status().code(), absl::StrCat("embeddings for ",
+                                                                                       loaded.config->name, ": ",
+                                                                                       embedding.status().message()));
+      embedding_models.push_back(*std::move(embedding));
+    }
     models.push_back(*std::move(model));
   }
-  hub_->Publish(std::move(models), std::move(generation_models));
+  hub_->Publish(std::move(models), std::move(generation_models), std::move(embedding_models));
   if (absl::Status voice = riva_service_->CheckDefaultModel(); !voice.ok()) return voice;
   hub_->state().SetReady();
   grpc_server_->GetHealthCheckService()->SetServingStatus(true);

@@ -5,9 +5,11 @@
 namespace sluice {
 
 void ModelHub::Publish(std::vector<std::unique_ptr<ServedModel>> models,
-                       std::vector<std::unique_ptr<GenerationModel>> generation_models) {
+                       std::vector<std::unique_ptr<GenerationModel>> generation_models,
+                       std::vector<std::unique_ptr<EmbeddingModel>> embedding_models) {
   models_ = std::move(models);
   generation_models_ = std::move(generation_models);
+  embedding_models_ = std::move(embedding_models);
   loaded_.store(true, std::memory_order_release);
 }
 
@@ -21,6 +23,11 @@ std::span<const std::unique_ptr<GenerationModel>> ModelHub::generation_models() 
   return generation_models_;
 }
 
+std::span<const std::unique_ptr<EmbeddingModel>> ModelHub::embedding_models() const {
+  if (!loaded_.load(std::memory_order_acquire)) return {};
+  return embedding_models_;
+}
+
 absl::StatusOr<HostedModel> ModelHub::Lookup(std::string_view name_view, std::string_view version_view) const {
   if (!loaded_.load(std::memory_order_acquire)) {
     return absl::UnavailableError("the server is loading its models; not ready yet");
@@ -32,6 +39,9 @@ absl::StatusOr<HostedModel> ModelHub::Lookup(std::string_view name_view, std::st
   }
   for (const auto& model : generation_models_) {
     if (hosted.inference == nullptr && model->config().name == name) hosted.generation = model.get();
+  }
+  for (const auto& model : embedding_models_) {
+    if (hosted.inference != nullptr && model->config().name == name) hosted.embedding = model.get();
   }
   if (hosted.inference == nullptr && hosted.generation == nullptr) {
     return absl::NotFoundError(absl::StrCat("unknown model '", std::string(name), "'"));
@@ -61,6 +71,17 @@ absl::StatusOr<GenerationModel*> ModelHub::FindGeneration(std::string_view name)
   return hosted->generation;
 }
 
+absl::StatusOr<EmbeddingModel*> ModelHub::FindEmbedding(std::string_view name) const {
+  absl::StatusOr<HostedModel> hosted = Lookup(name);
+  if (!hosted.ok()) return hosted.status();
+  if (hosted->embedding == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model '", std::string(name),
+                                            "' is not an embedding model (a kind: text model with an embedding: "
+                                            "section in its config.yaml)"));
+  }
+  return hosted->embedding;
+}
+
 int64_t ModelHub::InFlight() const {
   int64_t total = 0;
   for (const auto& model : models()) total += model->scheduler().InFlight();
@@ -69,6 +90,7 @@ int64_t ModelHub::InFlight() const {
 }
 
 void ModelHub::StopAll() {
+  for (const auto& model : embedding_models()) model->WaitForSubmitted();
   for (const auto& model : models()) model->scheduler().Stop();
   for (const auto& model : generation_models()) model->Stop();
 }

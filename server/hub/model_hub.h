@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/llm/embedding_model.h"
 #include "server/llm/generation_model.h"
 #include "server/core/served_model.h"
 #include "server/metrics/server_metrics.h"
@@ -21,10 +22,12 @@ namespace sluice {
 
 // A hosted model and its facets, as the one lookup by name answers it: exactly one of `inference` (a batched
 // model: KServe infer, and the voice API when its config has a speech section) and `generation` (a text-generation
-// model: OpenAI, Triton streaming, KServe metadata) is set. Both point into the hub, which outlives every call.
+// model: OpenAI, Triton streaming, KServe metadata) is set. `embedding` is a facet of a batched model (a kind: text
+// model with an embedding: section: the OpenAI embeddings API). All point into the hub, which outlives every call.
 struct HostedModel {
   ServedModel* inference = nullptr;
   GenerationModel* generation = nullptr;
+  EmbeddingModel* embedding = nullptr;
 };
 
 class ModelHub {
@@ -36,8 +39,10 @@ class ModelHub {
 
   // Makes the loaded models visible to the front ends: the batched models (KServe v2, voice) and the
   // text-generation models (OpenAI, Triton streaming). Names are unique across both. REQUIRES: called at most once.
+  // `embedding_models` each wrap one of `models`.
   void Publish(std::vector<std::unique_ptr<ServedModel>> models,
-               std::vector<std::unique_ptr<GenerationModel>> generation_models = {});
+               std::vector<std::unique_ptr<GenerationModel>> generation_models = {},
+               std::vector<std::unique_ptr<EmbeddingModel>> embedding_models = {});
   // Empty until Publish().
   std::span<const std::unique_ptr<ServedModel>> models() const;
   std::span<const std::unique_ptr<GenerationModel>> generation_models() const;
@@ -54,13 +59,19 @@ class ModelHub {
   // rather than a generation model).
   absl::StatusOr<GenerationModel*> FindGeneration(std::string_view name) const;
 
+  // Lookup narrowed to an embedding model: NotFound naming the model (and saying so when it exists but has no
+  // embedding: section).
+  absl::StatusOr<EmbeddingModel*> FindEmbedding(std::string_view name) const;
+  std::span<const std::unique_ptr<EmbeddingModel>> embedding_models() const;
+
   ServingState& state() { return state_; }
   const ServingState& state() const { return state_; }
   bool ready() const { return state_.ready(); }
   bool draining() const { return state_.draining(); }
   ServerMetrics* metrics() const { return metrics_; }
   int64_t InFlight() const;
-  // Stops every scheduler and generation engine (each finishes its accepted requests). REQUIRES: state().BeginDrain() was called.
+  // Stops every scheduler and generation engine (each finishes its accepted requests), after every embedding call
+  // already taken has its rows queued. REQUIRES: state().BeginDrain() was called.
   void StopAll();
 
  private:
@@ -69,6 +80,7 @@ class ModelHub {
   std::atomic<bool> loaded_{false};
   std::vector<std::unique_ptr<ServedModel>> models_;  // see the thread-safety note above
   std::vector<std::unique_ptr<GenerationModel>> generation_models_;  // likewise
+  std::vector<std::unique_ptr<EmbeddingModel>> embedding_models_;  // likewise
 };
 
 }  // namespace sluice

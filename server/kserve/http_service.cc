@@ -203,6 +203,7 @@ const Route kRoutes[] = {
      true},
     {"POST", "/v1/chat/completions",
      [](RouteContext& c) { ServeOpenAiGeneration(c.hub, OpenAiEndpoint::kChat, c.request, c.exchange); }, true},
+    {"POST", "/v1/embeddings", [](RouteContext& c) { ServeOpenAiEmbeddings(c.hub, c.request, c.exchange); }, true},
     {"GET", "/v1/models", [](RouteContext& c) { ServeOpenAiModels(c.hub, c.exchange); }, true},
 };
 

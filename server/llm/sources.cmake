@@ -9,6 +9,7 @@ set(SLUICE_LLM_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/generation_metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_model.cc
   ${CMAKE_CURRENT_LIST_DIR}/prep_queue.cc           # the oneTBB arena that tokenizes off the I/O threads
+  ${CMAKE_CURRENT_LIST_DIR}/embedding_model.cc      # text -> vectors for kind: text models with an embedding: section
 )
 set(SLUICE_SENTENCEPIECE_MODULE_SOURCES ${CMAKE_CURRENT_LIST_DIR}/sentencepiece_module.cc)
 

@@ -1,6 +1,9 @@
 // Config validation: a valid model config loads; each class of mistake fails naming file, key and line.
 #include "backend/base/model_config.h"
 
+#include <cstdio>
+#include <filesystem>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -237,6 +240,59 @@ TEST(ModelConfigTest, MissingFileNamesThePath) {
   absl::StatusOr<ModelConfig> config = LoadModelConfig("/nonexistent/model");
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("/nonexistent/model/config.yaml"));
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// A text embedder like the exported all-MiniLM-L6-v2 (backend/compile/bert_embed.py), its tokenizer at `tokenizer`.
+std::string EmbeddingConfig(const std::string& tokenizer, const std::string& section_extra = "",
+                            const std::string& outputs = "  - {name: embedding, dtype: FP32, shape: [384]}\n") {
+  return "name: asr_ctc\nkind: text\ninputs:\n  - {name: input_ids, dtype: INT64, shape: [-1], range: [0, 30521]}\n"
+         "outputs:\n" + outputs + "buckets: {lengths: [16, 256], batch_sizes: [1, 4]}\n"
+         "instances: [{count: 1, device: cpu}]\nembedding:\n  tokenizer: " + tokenizer + "\n" + section_extra;
+}
+
+class EmbeddingSectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokenizer_ = ::testing::TempDir() + "/model_config_test_tokenizer.json";
+    std::FILE* file = std::fopen(tokenizer_.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs("{}", file);
+    std::fclose(file);
+  }
+  void TearDown() override { std::remove(tokenizer_.c_str()); }
+  std::string tokenizer_;
+};
+
+TEST_F(EmbeddingSectionTest, LoadsWithTheFirstOutputByDefault) {
+  absl::StatusOr<ModelConfig> config = Parse(EmbeddingConfig(tokenizer_));
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->embedding.has_value());
+  EXPECT_EQ(config->embedding->tokenizer_path,
+            std::filesystem::path(tokenizer_).lexically_normal().string());
+  EXPECT_EQ(config->embedding->output, "embedding");
+  EXPECT_EQ(config->embedding_output().shape, (std::vector<int64_t>{384}));
+}
+
+TEST_F(EmbeddingSectionTest, MistakesNameTheKey) {
+  const auto error = [](const std::string& text) { return Parse(text).status().ToString(); };
+  EXPECT_THAT(error(EmbeddingConfig("/nonexistent/tokenizer.json")), HasSubstr("does not exist"));
+  EXPECT_THAT(error(EmbeddingConfig(tokenizer_, "  output: nope\n")), HasSubstr("no output named 'nope'"));
+  EXPECT_THAT(error(EmbeddingConfig(tokenizer_, "  pooling: mean\n")), HasSubstr("pooling"));
+  EXPECT_THAT(error(EmbeddingConfig(tokenizer_, "", "  - {name: embedding, dtype: FP32, shape: [-1, 384]}\n")),
+              HasSubstr("must be FP32 with a fixed shape [dims]"));
+  std::string generic = EmbeddingConfig(tokenizer_);
+  generic.replace(generic.find("kind: text"), std::string("kind: text").size(), "kind: generic");
+  EXPECT_THAT(error(generic), HasSubstr("only allowed on kind: text"));
+  std::string floats = EmbeddingConfig(tokenizer_);
+  const std::string ids = "dtype: INT64, shape: [-1], range: [0, 30521]";
+  floats.replace(floats.find(ids), ids.size(), "dtype: FP32, shape: [-1]");
+  EXPECT_THAT(error(floats), HasSubstr("the token ids, INT64 with shape [-1]"));
 }
 
 }  // namespace

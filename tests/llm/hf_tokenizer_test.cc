@@ -78,6 +78,41 @@ std::string ByteLevelJson() {
          vocab + R"(}, "merges": []}})";
 }
 
+// BERT's framing (sentence-transformers' all-MiniLM-L6-v2 in miniature): BertNormalizer (lowercase, accents
+// stripped), BertPreTokenizer, WordPiece with "##" continuations, a TemplateProcessing [CLS] $A [SEP] post-processor,
+// and the truncation to 4 / padding to 8 such exports carry, which sluice must never apply.
+constexpr char kBertJson[] = R"({
+  "version": "1.0",
+  "truncation": {"direction": "Right", "max_length": 4, "strategy": "LongestFirst", "stride": 0},
+  "padding": {"strategy": {"Fixed": 8}, "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0,
+              "pad_type_id": 0, "pad_token": "[PAD]"},
+  "added_tokens": [
+    {"id": 0, "content": "[PAD]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false,
+     "special": true},
+    {"id": 1, "content": "[UNK]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false,
+     "special": true},
+    {"id": 2, "content": "[CLS]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false,
+     "special": true},
+    {"id": 3, "content": "[SEP]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false,
+     "special": true}],
+  "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null,
+                 "lowercase": true},
+  "pre_tokenizer": {"type": "BertPreTokenizer"},
+  "post_processor": {"type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+               {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+    "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+             {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+             {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+    "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                       "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+  "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+  "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+            "max_input_chars_per_word": 100,
+            "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "cafe": 4, "creme": 5, "is": 6, "good": 7,
+                      "play": 8, "##ing": 9, "!": 10, "[": 11, "]": 12, "cl": 13, "##s": 14}}
+})";
+
 class HfTokenizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -157,6 +192,25 @@ TEST_F(HfTokenizerTest, SpecialTokensComeOnlyFromTemplateText) {
   EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
   // WordLevel with an unknown token: a whole unknown word is one token, so no byte bound per token exists.
   EXPECT_EQ((*tokenizer)->max_piece_bytes(), -1);
+}
+
+TEST_F(HfTokenizerTest, BertWordPieceAddsItsTemplateAndNeverTruncatesOrPads) {
+  auto tokenizer = HfTokenizer::Load(Write("tokenizer.json", kBertJson));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  // Lowercased, accents stripped, "playing" split into play ##ing, punctuation its own word; [CLS] ... [SEP] around
+  // it; six text tokens although the file says truncate to 4 and pad to 8.
+  auto framed = (*tokenizer)->TokenizeWithPostProcessor("Crème café is PLAYING good!");
+  ASSERT_TRUE(framed.ok()) << framed.status();
+  EXPECT_EQ(*framed, (std::vector<int32_t>{2, 5, 4, 6, 8, 9, 7, 10, 3}));
+  // Without the post-processor (the generation path's Tokenize) the same text has no framing.
+  auto plain = (*tokenizer)->Tokenize("Crème café is PLAYING good!", SpecialTokens::kAsText);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(*plain, (std::vector<int32_t>{5, 4, 6, 8, 9, 7, 10}));
+  // A special-token look-alike in user text is text: "[CLS]" -> [ cl ##s ], not id 2.
+  auto lookalike = (*tokenizer)->TokenizeWithPostProcessor("[CLS]");
+  ASSERT_TRUE(lookalike.ok()) << lookalike.status();
+  EXPECT_EQ(*lookalike, (std::vector<int32_t>{2, 11, 13, 14, 12, 3}));
+  EXPECT_EQ((*tokenizer)->TokenizeWithPostProcessor("\xff").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(HfTokenizerTest, TheSeamLoadsJsonFilesAndNamesTheProblem) {

@@ -1,6 +1,7 @@
 #include "server/llm/frontend/openai_codec.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -12,6 +13,7 @@
 #include <rapidjson/writer.h>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -358,10 +360,56 @@ absl::StatusOr<GenerationCall> DecodeCall(OpenAiEndpoint endpoint, const Json& d
   return call;
 }
 
-}  // namespace
+// `input` of an embeddings request: one text or a list of texts.
+absl::StatusOr<EmbeddingCall> ReadEmbeddingInput(const Json& doc) {
+  const Json* input = Member(doc, "input");
+  if (input == nullptr) return Bad("input", "'input' is required");
+  constexpr absl::string_view kTypes = "'input' must be a string or an array of strings";
+  constexpr absl::string_view kNoIds = "token-id inputs are not supported: send 'input' as text";
+  EmbeddingCall call;
+  if (input->IsString()) {
+    call.texts.emplace_back(input->GetString(), input->GetStringLength());
+  } else if (input->IsArray()) {
+    if (input->Empty()) return Bad("input", "'input' must not be an empty array");
+    if (input->Size() > kMaxEmbeddingInputs) {
+      return Bad("input", absl::StrCat("'input' has ", input->Size(), " items; at most ", kMaxEmbeddingInputs,
+                                       " are allowed per request"));
+    }
+    for (const Json& item : input->GetArray()) {
+      if (item.IsNumber() || item.IsArray()) return Bad("input", kNoIds);
+      if (!item.IsString()) return Bad("input", kTypes);
+      call.texts.emplace_back(item.GetString(), item.GetStringLength());
+    }
+  } else {
+    return Bad("input", kTypes);
+  }
+  for (size_t i = 0; i < call.texts.size(); ++i) {
+    if (call.texts[i].empty()) {
+      return Bad("input", input->IsArray() ? absl::StrCat("'input[", i, "]' is an empty string")
+                                           : std::string("'input' is an empty string"));
+    }
+  }
+  return call;
+}
 
-absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body) {
-  rapidjson::Document doc;
+absl::StatusOr<EmbeddingCall> DecodeEmbeddingCall(const Json& doc, OpenAiEmbeddingRequest& request) {
+  if (const Json* format = Member(doc, "encoding_format")) {
+    const absl::string_view value =
+        format->IsString() ? absl::string_view(format->GetString(), format->GetStringLength()) : "";
+    if (value != "float" && value != "base64") {
+      return Bad("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+    }
+    request.base64 = value == "base64";
+  }
+  if (absl::Status s = ReadInt(doc, "dimensions", request.dimensions); !s.ok()) return s;
+  if (const Json* user = Member(doc, "user"); user != nullptr && !user->IsString()) {
+    return Bad("user", "'user' must be a string");
+  }
+  return ReadEmbeddingInput(doc);
+}
+
+// The parsed body, or the refusal of a body that is not a JSON object within the depth limit.
+absl::Status ParseBody(absl::string_view body, rapidjson::Document& doc) {
   doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
   if (doc.HasParseError()) {
     return Bad("", absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
@@ -371,6 +419,14 @@ absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl:
   if (DeeperThan(doc, kMaxJsonDataDepth)) {
     return Bad("", absl::StrCat("request body is nested deeper than ", kMaxJsonDataDepth, " levels"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body) {
+  rapidjson::Document doc;
+  if (absl::Status parsed = ParseBody(body, doc); !parsed.ok()) return parsed;
   OpenAiRequest request;
   request.endpoint = endpoint;
   const Json* model = Member(doc, "model");
@@ -532,6 +588,59 @@ std::string EncodeOpenAiModelList(const std::vector<OpenAiModelCard>& models, in
     w.EndObject();
   }
   w.EndArray();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+absl::StatusOr<OpenAiEmbeddingRequest> DecodeOpenAiEmbeddingRequest(absl::string_view body) {
+  rapidjson::Document doc;
+  if (absl::Status parsed = ParseBody(body, doc); !parsed.ok()) return parsed;
+  OpenAiEmbeddingRequest request;
+  const Json* model = Member(doc, "model");
+  if (model == nullptr || !model->IsString()) return Bad("model", "'model' (string) is required");
+  request.model.assign(model->GetString(), model->GetStringLength());
+  request.call = DecodeEmbeddingCall(doc, request);
+  return request;
+}
+
+std::string EncodeOpenAiEmbeddingResponse(absl::string_view model, const EmbeddingResult& result, bool base64) {
+  static_assert(std::endian::native == std::endian::little, "base64 embeddings are little-endian float32 bytes");
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("object");
+  w.String("list");
+  w.Key("data");
+  w.StartArray();
+  for (size_t i = 0; i < result.vectors.size(); ++i) {
+    const std::vector<float>& vector = result.vectors[i];
+    w.StartObject();
+    w.Key("object");
+    w.String("embedding");
+    w.Key("index");
+    w.Uint64(i);
+    w.Key("embedding");
+    if (base64) {
+      const std::string encoded = absl::Base64Escape(absl::string_view(
+          reinterpret_cast<const char*>(vector.data()), vector.size() * sizeof(float)));
+      w.String(encoded.data(), static_cast<rapidjson::SizeType>(encoded.size()));
+    } else {
+      w.StartArray();
+      for (float value : vector) w.Double(value);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("model");
+  String(w, model);
+  w.Key("usage");
+  w.StartObject();
+  w.Key("prompt_tokens");
+  w.Int64(result.prompt_tokens);
+  w.Key("total_tokens");
+  w.Int64(result.prompt_tokens);
+  w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

@@ -1,7 +1,8 @@
 // OpenAI-compatible JSON <-> sluice's GenerationCall and back: /v1/completions and /v1/chat/completions request
-// bodies, their whole responses, their streamed chunks (Server-Sent Events framing), the /v1/models list and
-// OpenAI's error object. Wire format only: value ranges (temperature, top_p, max_tokens, prompt length, stop
-// count) are checked once, by GenerationModel::Generate, for every front end. What the codec refuses is what
+// bodies, their whole responses, their streamed chunks (Server-Sent Events framing), /v1/embeddings' bodies <->
+// EmbeddingCall / EmbeddingResult, the /v1/models list and OpenAI's error object. Wire format only: value ranges
+// (temperature, top_p, max_tokens, prompt length, stop count) are checked once, by GenerationModel::Generate, for
+// every front end. What the codec refuses is what
 // cannot be said in a GenerationCall at all: a field of the wrong JSON type, batched prompts, n > 1, logprobs,
 // and the other OpenAI features sluice does not implement.
 // Bodies are parsed iteratively (RapidJSON's kParseIterativeFlag) and nesting deeper than kMaxJsonDataDepth is
@@ -17,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/llm/embedding_call.h"
 #include "server/llm/generation_model.h"
 
 namespace sluice {
@@ -95,5 +97,27 @@ struct OpenAiModelCard {
 
 // GET /v1/models: {object "list", data [{id, object "model", created, owned_by "sluice", the limits}]}.
 std::string EncodeOpenAiModelList(const std::vector<OpenAiModelCard>& models, int64_t created);
+
+// ---- POST /v1/embeddings ----------------------------------------------------------------------------------------
+// The most inputs one embeddings request may carry (OpenAI's limit).
+inline constexpr size_t kMaxEmbeddingInputs = 2048;
+
+// A decoded embeddings request: the model, the texts (or why the body holds no valid call: a refusal naming the
+// field, answered as it is) and the response options. `dimensions` is checked against the model by the service.
+struct OpenAiEmbeddingRequest {
+  std::string model;
+  absl::StatusOr<EmbeddingCall> call;
+  bool base64 = false;                // encoding_format "base64": each vector as little-endian float32 bytes
+  std::optional<int64_t> dimensions;  // as given
+};
+
+// `input`: a string or an array of 1..kMaxEmbeddingInputs strings, none empty; token-id arrays are refused by
+// name. `encoding_format`: "float" (default) or "base64". `user` (a string) is accepted and ignored. An error only
+// when the body names no model (as DecodeOpenAiRequest).
+absl::StatusOr<OpenAiEmbeddingRequest> DecodeOpenAiEmbeddingRequest(absl::string_view body);
+
+// {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...] | "<base64>"}], "model",
+// "usage": {"prompt_tokens", "total_tokens"}}.
+std::string EncodeOpenAiEmbeddingResponse(absl::string_view model, const EmbeddingResult& result, bool base64);
 
 }  // namespace sluice

@@ -1,10 +1,12 @@
 #include "server/llm/frontend/openai_service.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "backend/base/status_mapping.h"
 #include "backend/base/sync.h"
@@ -193,6 +195,37 @@ void ServeOpenAiGeneration(ModelHub& hub, OpenAiEndpoint endpoint, const HttpReq
   sink->Accepted((*model)->Generate(std::move(decoded->call), sink));
 }
 
+void ServeOpenAiEmbeddings(ModelHub& hub, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
+  absl::StatusOr<OpenAiEmbeddingRequest> decoded = DecodeOpenAiEmbeddingRequest(request.body);
+  if (!decoded.ok()) return SendOpenAiError(*exchange, decoded.status());
+  absl::StatusOr<EmbeddingModel*> model = hub.FindEmbedding(decoded->model);
+  if (!model.ok()) {
+    return SendOpenAiError(*exchange, model.status(), absl::IsNotFound(model.status()) ? "model_not_found" : "");
+  }
+  if (decoded->dimensions && *decoded->dimensions != (*model)->dimensions()) {
+    return SendOpenAiError(*exchange, WithRequestField(absl::InvalidArgumentError(absl::StrCat(
+                                          "'dimensions' ", *decoded->dimensions, " is not supported: model '",
+                                          decoded->model, "' answers ", (*model)->dimensions(),
+                                          "-dimensional embeddings only")),
+                                      "dimensions"));
+  }
+  (*model)->Embed(std::move(decoded->call), [exchange, name = decoded->model, base64 = decoded->base64](
+                                                absl::StatusOr<EmbeddingResult> result) {
+    if (!result.ok()) return SendOpenAiError(*exchange, result.status());
+    for (const std::vector<float>& vector : result->vectors) {
+      for (float value : vector) {
+        // JSON has no NaN or infinity; a model that makes them is broken, not the request.
+        if (!std::isfinite(value)) {
+          return SendOpenAiError(*exchange, absl::InternalError("the model produced a non-finite embedding"));
+        }
+      }
+    }
+    HttpResponse response;
+    response.body = EncodeOpenAiEmbeddingResponse(name, *result, base64);
+    exchange->Respond(std::move(response));
+  });
+}
+
 void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& exchange) {
   static const int64_t created = absl::ToUnixSeconds(absl::Now());  // first asked: about when the server started
   // While the models load, an empty list would read as "this server has no models": say it is not ready instead.
@@ -210,6 +243,11 @@ void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& excha
       card.vocab_size = config.generation->vocab_size;
       card.max_prompt_tokens = config.generation->max_prompt_length();
     }
+  }
+  for (const auto& model : hub.embedding_models()) {
+    OpenAiModelCard& card = models.emplace_back();
+    card.id = model->config().name;
+    card.max_prompt_tokens = model->config().max_length();  // the most tokens one input may have
   }
   HttpResponse response;
   response.body = EncodeOpenAiModelList(models, created);

@@ -1,5 +1,5 @@
 // The OpenAI-compatible routes' handlers (registered in the HTTP route table, server/kserve/http_service.cc):
-// POST /v1/completions, POST /v1/chat/completions and GET /v1/models. A handler decodes the body
+// POST /v1/completions, POST /v1/chat/completions, POST /v1/embeddings and GET /v1/models. A handler decodes the body
 // (openai_codec.h), finds the generation model and calls GenerationModel::Generate — the one generation request
 // path — with a sink that either collects the whole response or writes Server-Sent Events onto the exchange's
 // HttpStream: chat's role chunk, text chunks, the finish chunk, the usage chunk (stream_options.include_usage)
@@ -27,7 +27,11 @@ namespace sluice {
 void ServeOpenAiGeneration(ModelHub& hub, OpenAiEndpoint endpoint, const HttpRequest& request,
                            const std::shared_ptr<HttpExchange>& exchange);
 
-// GET /v1/models: the generation models (Unavailable while loading).
+// POST /v1/embeddings: EmbeddingModel::Embed (embedding_model.h) and the vectors in OpenAI's shape. `dimensions`
+// other than the model's own size is refused (400 naming it); a model without an embedding: section is 404.
+void ServeOpenAiEmbeddings(ModelHub& hub, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
+
+// GET /v1/models: the generation and embedding models (Unavailable while loading).
 void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& exchange);
 
 // An error in OpenAI's shape with the status table's HTTP status (429 adds Retry-After). `code` as in

@@ -45,11 +45,20 @@ HfTokenizer::HfTokenizer(SluiceHfTokenizer* handle) : handle_(handle) {}
 HfTokenizer::~HfTokenizer() { sluice_hf_tokenizer_free(handle_); }
 
 absl::StatusOr<std::vector<int32_t>> HfTokenizer::Tokenize(std::string_view text, SpecialTokens special) const {
+  return EncodeIds(text, /*add_special_tokens=*/false, special == SpecialTokens::kAsText);
+}
+
+absl::StatusOr<std::vector<int32_t>> HfTokenizer::TokenizeWithPostProcessor(std::string_view text) const {
+  return EncodeIds(text, /*add_special_tokens=*/true, /*split_special_tokens=*/true);
+}
+
+absl::StatusOr<std::vector<int32_t>> HfTokenizer::EncodeIds(std::string_view text, bool add_special_tokens,
+                                                         bool split_special_tokens) const {
   uint32_t* ids = nullptr;
   size_t count = 0;
   char* error = nullptr;
-  const int status = sluice_hf_tokenizer_encode(handle_, text.data(), text.size(), /*add_special_tokens=*/0,
-                                                special == SpecialTokens::kAsText ? 1 : 0, &ids, &count, &error);
+  const int status = sluice_hf_tokenizer_encode(handle_, text.data(), text.size(), add_special_tokens ? 1 : 0,
+                                                split_special_tokens ? 1 : 0, &ids, &count, &error);
   if (status != SLUICE_HF_OK) {
     std::string message = TakeMessage(error);
     return status == SLUICE_HF_INVALID_INPUT ? absl::InvalidArgumentError(message) : absl::InternalError(message);

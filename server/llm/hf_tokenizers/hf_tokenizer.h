@@ -30,6 +30,11 @@ class HfTokenizer final : public Tokenizer {
   // kAsText: HF's encode(text, add_special_tokens=False) with split_special_tokens=True; kRecognized: the same
   // with special tokens matched, as transformers' apply_chat_template(tokenize=True) tokenizes a rendered chat.
   absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, SpecialTokens special) const override;
+  // User text as an encoder model takes it: HF's encode(text, add_special_tokens=True) — the tokenizer.json's
+  // post-processor adds its template (BERT's [CLS] ... [SEP]) — with special-token look-alikes in the text
+  // tokenized as text. The tokenizer.json's own truncation and padding never apply (sluice refuses over-long
+  // inputs and pads to the bucket itself).
+  absl::StatusOr<std::vector<int32_t>> TokenizeWithPostProcessor(std::string_view text) const;
   // HF's decode(ids, skip_special_tokens=True) (what vLLM and TGI stream); incomplete UTF-8 at the end decodes
   // to U+FFFD, as SentencePiece's does, which IncrementalDetokenizer holds back.
   std::string Decode(const std::vector<int32_t>& ids) const override;
@@ -43,6 +48,8 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   explicit HfTokenizer(SluiceHfTokenizer* handle);
+  absl::StatusOr<std::vector<int32_t>> EncodeIds(std::string_view text, bool add_special_tokens,
+                                              bool split_special_tokens) const;
   SluiceHfTokenizer* const handle_;  // owned; freed by the destructor
   int vocab_size_ = 0;
   int max_piece_bytes_ = -1;

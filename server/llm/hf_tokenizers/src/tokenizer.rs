@@ -17,8 +17,15 @@ pub struct SluiceHfTokenizer {
 }
 
 fn load(path: &str) -> Result<SluiceHfTokenizer, Failure> {
-    let plain = Tokenizer::from_file(path)
+    let mut plain = Tokenizer::from_file(path)
         .map_err(|e| Failure::failed(format!("{path} is not a loadable tokenizer.json: {e}")))?;
+    // A tokenizer.json may carry truncation and padding settings (sentence-transformers' exports: truncate and pad
+    // to 128). sluice owns both: over-long inputs are refused by name against the buckets, never cut silently, and
+    // the batcher pads to the bucket. So every encode returns exactly the text's tokens.
+    plain
+        .with_truncation(None)
+        .map_err(|e| Failure::failed(format!("{path}: cannot turn its truncation off: {e}")))?;
+    plain.with_padding(None);
     let mut split = plain.clone();
     split.set_encode_special_tokens(true);
     let max_input_bytes_per_token = input_bytes_bound(&plain);
