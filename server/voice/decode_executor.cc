@@ -85,6 +85,9 @@ void DecodeExecutor::Done(int64_t bytes) {
 
 void DecodeExecutor::WaitIdle() {
   arena_.execute([this] { group_.wait(); });
+  // group_.wait's ordering after the works is oneTBB's (invisible to TSan); each work's last touch of anything
+  // (Done) is under mu_, so taking it once orders all of them before what the caller does next (e.g. destroy).
+  MutexLock lock(&mu_);
 }
 
 int DecodeExecutor::admitted() const {

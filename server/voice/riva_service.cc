@@ -78,19 +78,25 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     }
     // A decode no thread has started will now never run: its slot is free for other calls at once, and the call
     // is answered here (gRPC runs OnDone only after OnCancel returns, so Release does not delete the reactor).
-    if (queued && decodes_->Withdraw(*queued)) return RefuseUnstarted(WhyUnstarted());
-    if (recognition) recognition->Cancel();
+    if (queued && decodes_->Withdraw(*queued)) {
+      RefuseUnstarted(WhyUnstarted());
+    } else if (recognition) {
+      recognition->Cancel();
+    }
+    SLUICE_TSAN_RELEASE(this);  // gRPC runs OnDone (which may delete the reactor) after OnCancel has returned
   }
 
   void OnDone() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release), on another thread
+    VoiceMetrics* const metrics = metrics_;  // before the lock: once it is released, Release may delete the reactor
     bool delete_now;
     {
       MutexLock lock(&mu_);
       done_ = true;
       delete_now = !starting_;
     }
-    if (delete_now) delete this;
+    if (delete_now) delete this;  // and with it the call's admission
+    SLUICE_TSAN_RELEASE(metrics);  // this call's last touch of the service's state (see ~RivaAsrService)
   }
 
  private:
@@ -196,6 +202,12 @@ RivaAsrService::RivaAsrService(ModelHub* hub, std::string bearer_token, const Vo
       decodes_(DecodeLimits{.concurrency = static_cast<int>(config.decode_threads),
                             .max_waiting = static_cast<int>(config.max_waiting_decodes),
                             .max_bytes = config.max_decode_bytes}) {}
+
+// The owner destroys the service after the gRPC server's Shutdown, which returns only once every call's OnDone has
+// returned (gRPC's own wait, invisible to TSan): each OnDone ends with a release of metrics_. A reactor deleted
+// later, by its last window or decode, is ordered by the scheduler's threads being joined (ModelHub::StopAll) or
+// by the DecodeExecutor's WaitIdle (decodes_ is destroyed first).
+RivaAsrService::~RivaAsrService() { SLUICE_TSAN_ACQUIRE(&metrics_); }
 
 absl::Status RivaAsrService::CheckDefaultModel() {
   if (config_.default_model.empty()) return absl::OkStatus();

@@ -100,6 +100,14 @@ class StreamingReactor final
 
   void OnDone() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release) and after every reaction
+    VoiceMetrics* const metrics = metrics_;
+    EndStream();
+    SLUICE_TSAN_RELEASE(metrics);  // this call's last touch of the service's state (see ~RivaAsrService)
+  }
+
+ private:
+  // OnDone's work: may delete the reactor.
+  void EndStream() {
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
     AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
@@ -123,7 +131,6 @@ class StreamingReactor final
     if (alarm) alarm->Cancel();
   }
 
- private:
   // The first message: the streaming config names the model and the audio format.
   void Configure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!request_.has_streaming_config()) {
