@@ -31,12 +31,14 @@ target_link_libraries(sluice_tsan_services PUBLIC sluice_tsan_llm sluice_inferen
   PkgConfig::CHECKED_SAMPLERATE PkgConfig::CHECKED_SNDFILE PkgConfig::CHECKED_HTTPLIB Boost::headers OpenSSL::SSL
   OpenSSL::Crypto)
 
-# Status (issue 24): both in CI, green. The causes of the voice test's old flakiness were fixed, not hidden: a
+# Status (issue 24): both run in CI. The causes of the voice test's old flakiness were fixed, not hidden: a
 # Recognize whose call was cancelled or passed its deadline while its decode waited kept its DecodeExecutor slot
 # until a worker reached it (RecognizeWithShortRandomDeadlinesIsAnsweredEveryTime's last call was refused
 # RESOURCE_EXHAUSTED); it now takes the decode back in OnCancel (DecodeExecutor::Withdraw). oneTBB runs with its
-# real workers (no tbb_serial_under_tsan.cc): the scheduler's parallel_for hand-offs are stated to TSan. The
-# gRPC-internal reports seen (every frame library code) are suppressed in tsan_services.supp, each with its reason.
+# real workers (no tbb_serial_under_tsan.cc): the scheduler's parallel_for body states its copies' and rows'
+# hand-offs (batch_assembly.cc), and what oneTBB's own inline code does with its task objects and join nodes is
+# suppressed by TBB frames (tsan_services.supp). The reactors state the orderings gRPC gives OnCancel -> OnDone and
+# OnDone -> the service's destruction (riva_service.cc, riva_streaming.cc).
 set(SERVICES_TSAN_TESTS tsan_generation_services_tests tsan_voice_inprocess_tests)
 add_executable(tsan_generation_services_tests ${SLUICE_ROOT}/tests/llm/generation_services_inprocess_test.cc)
 target_compile_definitions(tsan_generation_services_tests PRIVATE SLUICE_MODELS_DIR="${SLUICE_MODELS_DIR}")

@@ -1,6 +1,7 @@
-// Linked only into the ThreadSanitizer build: Debian's oneTBB is not instrumented, so TSan cannot see the
-// synchronisation inside tbb::parallel_for and would flag the rows its workers copy. Running TBB with one
-// thread keeps parallel_for's code path while every row copy happens on the calling thread, which TSan sees.
+// Linked only into the scheduler's ThreadSanitizer tests (scheduler_clang_tests): oneTBB with one thread, so that
+// parallel_for's row copies (scheduler/batch_assembly.cc) run on the calling thread. The service tests
+// (services.cmake) run oneTBB's real workers instead: batch_assembly.cc states parallel_for's hand-offs to TSan,
+// and tsan_services.supp names oneTBB's own task and join-node accesses.
 #include <tbb/global_control.h>
 
 namespace {
