@@ -35,9 +35,9 @@ target_link_libraries(sluice_tsan_services PUBLIC sluice_tsan_llm sluice_inferen
 # Recognize whose call was cancelled or passed its deadline while its decode waited kept its DecodeExecutor slot
 # until a worker reached it (RecognizeWithShortRandomDeadlinesIsAnsweredEveryTime's last call was refused
 # RESOURCE_EXHAUSTED); it now takes the decode back in OnCancel (DecodeExecutor::Withdraw). oneTBB runs with its
-# real workers (no tbb_serial_under_tsan.cc): the scheduler's parallel_for body states its copies' and rows'
+# real workers (as in scheduler_clang_tests): the scheduler's parallel_for body states its copies' and rows'
 # hand-offs (batch_assembly.cc), and what oneTBB's own inline code does with its task objects and join nodes is
-# suppressed by TBB frames (tsan_services.supp). The reactors state the orderings gRPC gives OnCancel -> OnDone and
+# suppressed by TBB frames (tsan_services.supp, as tsan_tbb.supp). The reactors state the orderings gRPC gives OnCancel -> OnDone and
 # OnDone -> the service's destruction (riva_service.cc, riva_streaming.cc).
 set(SERVICES_TSAN_TESTS tsan_generation_services_tests tsan_voice_inprocess_tests)
 add_executable(tsan_generation_services_tests ${SLUICE_ROOT}/tests/llm/generation_services_inprocess_test.cc)
