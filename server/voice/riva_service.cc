@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <new>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,17 +30,20 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const grpc
   return reactor;
 }
 
-// One Recognize call: lives from the handler until gRPC's OnDone and the end of DecodeAndStart (whichever is
-// later deletes it: the decoding thread may still be in Start when a scheduler thread's answer has finished the
-// call); finished exactly once — by Refuse, or by the recognition's completion (a scheduler thread, or the
-// decoding thread when the first window is refused). It holds the call's admission until it is deleted, so a
-// drain waits for the answer (decoding included) to be sent.
+// One Recognize call: lives from the handler until gRPC's OnDone and the end of DecodeAndStart or RefuseUnstarted
+// (whichever is later deletes it: the decoding thread may still be in Start when a scheduler thread's answer has
+// finished the call); finished exactly once — by Refuse, or by the recognition's completion (a scheduler thread, or
+// the decoding thread when the first window is refused). It holds the call's admission until it is deleted, so a
+// drain waits for the answer (decoding included) to be sent. A call cancelled (or past its deadline: gRPC cancels
+// it then) while its decode waits on the DecodeExecutor takes the decode back in OnCancel and is answered there, so
+// that it stops holding a decode slot at once.
 class RecognizeReactor final : public grpc::ServerUnaryReactor {
  public:
   RecognizeReactor(grpc::CallbackServerContext* context, const VoiceModel* voice, VoiceMetrics* metrics,
-                   AdmittedCall admitted, const riva::RecognizeRequest* request, riva::RecognizeResponse* response)
-      : context_(context), voice_(voice), metrics_(metrics), admitted_(std::move(admitted)), request_(request),
-        response_(response) {}
+                   DecodeExecutor* decodes, AdmittedCall admitted, const riva::RecognizeRequest* request,
+                   riva::RecognizeResponse* response)
+      : context_(context), voice_(voice), metrics_(metrics), decodes_(decodes), admitted_(std::move(admitted)),
+        request_(request), response_(response) {}
 
   // Decodes the request's audio (already probed: its size is within the limits) and starts its recognition, or
   // answers why not. On a DecodeExecutor thread, or the handler's for small audio. Called once, or else
@@ -49,32 +53,50 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     Release();
   }
 
-  // The handler's refusal (decode admission) instead of DecodeAndStart.
+  // The handler's refusal (decode admission), or OnCancel's after taking the decode back, instead of
+  // DecodeAndStart.
   void RefuseUnstarted(const absl::Status& status) {
     Refuse(status);
     Release();
   }
 
+  // The handler's, once the decode is queued on the DecodeExecutor as `ticket` (it may have started already).
+  void DecodeQueued(DecodeTicket ticket) {
+    MutexLock lock(&mu_);
+    queued_decode_ = ticket;
+  }
+
   void OnCancel() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs OnCancel after the handler returned the reactor (Recognize's release)
     std::shared_ptr<OfflineRecognition> recognition;
+    std::optional<DecodeTicket> queued;
     {
       MutexLock lock(&mu_);
       cancelled_ = true;
       recognition = recognition_;
+      queued = queued_decode_;
     }
-    if (recognition) recognition->Cancel();
+    // A decode no thread has started will now never run: its slot is free for other calls at once, and the call
+    // is answered here (gRPC runs OnDone only after OnCancel returns, so Release does not delete the reactor).
+    if (queued && decodes_->Withdraw(*queued)) {
+      RefuseUnstarted(WhyUnstarted());
+    } else if (recognition) {
+      recognition->Cancel();
+    }
+    SLUICE_TSAN_RELEASE(this);  // gRPC runs OnDone (which may delete the reactor) after OnCancel has returned
   }
 
   void OnDone() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release), on another thread
+    VoiceMetrics* const metrics = metrics_;  // before the lock: once it is released, Release may delete the reactor
     bool delete_now;
     {
       MutexLock lock(&mu_);
       done_ = true;
       delete_now = !starting_;
     }
-    if (delete_now) delete this;
+    if (delete_now) delete this;  // and with it the call's admission
+    SLUICE_TSAN_RELEASE(metrics);  // this call's last touch of the service's state (see ~RivaAsrService)
   }
 
  private:
@@ -88,8 +110,16 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     if (delete_now) delete this;
   }
 
+  // Why a cancelled call (its context valid: not yet finished) was not decoded.
+  absl::Status WhyUnstarted() const {
+    if (absl::Now() >= DeadlineOf(context_)) {
+      return absl::DeadlineExceededError("the recognition's deadline passed before its audio was decoded");
+    }
+    return absl::CancelledError("the client cancelled the recognition");
+  }
+
   void DecodeAndStartOrRefuse() {
-    if (context_->IsCancelled()) return Refuse(absl::CancelledError("the client cancelled the recognition"));
+    if (context_->IsCancelled()) return Refuse(WhyUnstarted());  // skipped at once: nobody waits for the answer
     const SpeechModel& model = voice_->model;
     absl::StatusOr<DecodedAudio> audio = absl::InternalError("not decoded");
     try {
@@ -149,6 +179,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   grpc::CallbackServerContext* const context_;
   const VoiceModel* const voice_;
   VoiceMetrics* const metrics_;
+  DecodeExecutor* const decodes_;
   const AdmittedCall admitted_;
   const riva::RecognizeRequest* const request_;
   riva::RecognizeResponse* const response_;
@@ -157,6 +188,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
   bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run (it cancels recognition_ if already set)
+  std::optional<DecodeTicket> queued_decode_ ABSL_GUARDED_BY(mu_);  // set when the decode went to the executor
 };
 
 }  // namespace
@@ -170,6 +202,12 @@ RivaAsrService::RivaAsrService(ModelHub* hub, std::string bearer_token, const Vo
       decodes_(DecodeLimits{.concurrency = static_cast<int>(config.decode_threads),
                             .max_waiting = static_cast<int>(config.max_waiting_decodes),
                             .max_bytes = config.max_decode_bytes}) {}
+
+// The owner destroys the service after the gRPC server's Shutdown, which returns only once every call's OnDone has
+// returned (gRPC's own wait, invisible to TSan): each OnDone ends with a release of metrics_. A reactor deleted
+// later, by its last window or decode, is ordered by the scheduler's threads being joined (ModelHub::StopAll) or
+// by the DecodeExecutor's WaitIdle (decodes_ is destroyed first).
+RivaAsrService::~RivaAsrService() { SLUICE_TSAN_ACQUIRE(&metrics_); }
 
 absl::Status RivaAsrService::CheckDefaultModel() {
   if (config_.default_model.empty()) return absl::OkStatus();
@@ -197,13 +235,18 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
     metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(extent.status().code()));
     return Reply(context, ToGrpcStatus(extent.status()));
   }
-  auto* reactor = new RecognizeReactor(context, *voice, &metrics_, std::move(admitted), request, response);
+  auto* reactor =
+      new RecognizeReactor(context, *voice, &metrics_, &decodes_, std::move(admitted), request, response);
   const int64_t peak_bytes = DecodePeakBytes(*extent, model.sample_rate(), max_seconds);
   if (peak_bytes <= kInlineDecodeBytes) {
     reactor->DecodeAndStart();
-  } else if (absl::Status queued = decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
+  } else if (absl::StatusOr<DecodeTicket> queued =
+                 decodes_.Submit(peak_bytes, [reactor] { reactor->DecodeAndStart(); });
              !queued.ok()) {
-    reactor->RefuseUnstarted(queued);
+    reactor->RefuseUnstarted(queued.status());
+  } else {
+    // The reactor outlives this: OnDone, which may delete it, runs only after the handler has returned it.
+    reactor->DecodeQueued(*queued);
   }
   SLUICE_TSAN_RELEASE(reactor);  // gRPC binds the reactor, then may run OnCancel, after this handler returns
   return reactor;

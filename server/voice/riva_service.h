@@ -30,6 +30,8 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
 
   // `hub` must outlive the service. Empty `bearer_token`: no authorization check.
   RivaAsrService(ModelHub* hub, std::string bearer_token, const VoiceConfig& config = {});
+  // After the gRPC server serving it has shut down (every call's OnDone has run).
+  ~RivaAsrService() override;
   // Once the models are published: InvalidArgument (at voice.default_model's place in the config file) unless
   // the configured default names a served speech model.
   absl::Status CheckDefaultModel();

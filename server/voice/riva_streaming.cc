@@ -79,16 +79,35 @@ class StreamingReactor final
   void OnCancel() override {
     SLUICE_TSAN_ACQUIRE(this);  // see the constructor
     InferHandle handle;
+    bool withdrawn = false;
     {
       MutexLock lock(&mu_);
       cancelled_ = true;
       handle = window_handle_;
+      // A chunk decode no thread has started will now never run: its slot is free for other calls at once, and
+      // the stream ends here (no read is outstanding while decoding_, so nothing else would end it).
+      if (decoding_ && decodes_->Withdraw(decode_ticket_)) {
+        withdrawn = true;
+        decoding_ = false;
+        FailLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream"));
+        WriteOrFinishLocked();
+      }
     }
     handle.Cancel();
+    // The decode's hold. gRPC runs OnDone only after OnCancel returns, so this is never the deleting release.
+    if (withdrawn) ReleaseHold();
   }
 
   void OnDone() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after Finish (preceded by a release) and after every reaction
+    VoiceMetrics* const metrics = metrics_;
+    EndStream();
+    SLUICE_TSAN_RELEASE(metrics);  // this call's last touch of the service's state (see ~RivaAsrService)
+  }
+
+ private:
+  // OnDone's work: may delete the reactor.
+  void EndStream() {
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
     AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
@@ -112,7 +131,6 @@ class StreamingReactor final
     if (alarm) alarm->Cancel();
   }
 
- private:
   // The first message: the streaming config names the model and the audio format.
   void Configure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!request_.has_streaming_config()) {
@@ -181,13 +199,15 @@ class StreamingReactor final
     StreamingAudioDecoder* decoder = audio_decoder_.get();
     decoding_ = true;
     ++holds_;  // the decode's, released at the end of OnChunkDecoded
-    absl::Status queued =
+    absl::StatusOr<DecodeTicket> queued =
         decodes_->Submit(peak_bytes, [this, decoder, bytes] { OnChunkDecoded(DecodeChunk(decoder, *bytes)); });
     if (!queued.ok()) {
       decoding_ = false;
       --holds_;  // in a reaction (OnReadDone): OnDone cannot have run, so this is never the deleting release
-      FailLocked(ToGrpcStatus(queued));
+      FailLocked(ToGrpcStatus(queued.status()));
+      return;
     }
+    decode_ticket_ = *queued;  // under mu_: the decode's OnChunkDecoded (or OnCancel's Withdraw) reads it after
   }
 
   // On a DecodeExecutor thread, without the lock (see OffloadDecode).
@@ -456,6 +476,7 @@ class StreamingReactor final
   // uses it).
   std::unique_ptr<StreamingAudioDecoder> audio_decoder_;
   bool decoding_ ABSL_GUARDED_BY(mu_) = false;
+  DecodeTicket decode_ticket_ ABSL_GUARDED_BY(mu_) = 0;  // the offloaded decode's, while decoding_
   bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a read is outstanding, since read_started_
   absl::Time read_started_ ABSL_GUARDED_BY(mu_);
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;

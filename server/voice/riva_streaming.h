@@ -7,7 +7,8 @@
 // Limits: a chunk that would take the stream past the model's max_audio_seconds is refused (INVALID_ARGUMENT)
 // from its byte count before it is decoded; a chunk whose decode holds more than kStreamInlineDecodeBytes goes to
 // the DecodeExecutor (no read is outstanding meanwhile), and one the executor refuses ends the stream with
-// RESOURCE_EXHAUSTED. A stream from which no message arrives for `idle_timeout` while the server waits for one
+// RESOURCE_EXHAUSTED; a stream cancelled (or past its deadline) while its chunk waits there takes the decode
+// back (DecodeExecutor::Withdraw) and ends CANCELLED at once, freeing the slot. A stream from which no message arrives for `idle_timeout` while the server waits for one
 // ends with DEADLINE_EXCEEDED (not while flow control holds it back). Each chunk's bytes are freed once decoded.
 // Refused windows: a window the model refuses (its queue is full: RESOURCE_EXHAUSTED, a deadline passed, or any
 // other error) ends the whole stream with that code. A stream's windows cannot be skipped without a gap in its
@@ -20,13 +21,13 @@
 // that uses it outside gRPC's reactions: each running window takes two (its completion's, released as OnWindow's
 // last step, and its submitter's, released after RunWindow stores the handle, since either may run after the other
 // has finished the stream: a window refused inside Run completes, and may Finish, before Run returns), an
-// offloaded decode one (released as OnChunkDecoded's last step) and a pending idle alarm one (released as
+// offloaded decode one (released as OnChunkDecoded's last step, or by OnCancel once it took the decode back) and a pending idle alarm one (released as
 // OnIdleAlarm's last step). gRPC calls OnDone only after Finish and after every reaction has returned.
 // Thread-safety: gRPC callbacks, window completions (scheduler threads), decode completions (DecodeExecutor
 // threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
-// the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit are, since they only queue the
-// operation.
+// the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit and Withdraw are, since they only
+// queue (or unqueue) the operation.
 #pragma once
 
 #include "absl/time/time.h"

@@ -5,8 +5,9 @@
 #     event-driven HTTP server (sluice_http_server) and the voice API with the Riva service (server/voice/: the main
 #     build's sluice_voice_audio, sluice_voice_text and sluice_voice).
 #   - tsan_voice_inprocess_tests: tests/voice/riva_inprocess_test.cc (the Riva service's reactors, recognitions,
-#     decode executor over loopback gRPC on sim speech models: overloads, deadlines, cancellations, a drain); only
-#     with -DSLUICE_TSAN_VOICE_SERVICE_TESTS=ON for now (not yet reliably green: see below).
+#     decode executor over loopback gRPC on sim speech models: overloads, deadlines, cancellations, a drain), with
+#     oneTBB's real worker threads: the scheduler states its parallel_for row copies to TSan (batch_assembly.cc) and
+#     the DecodeExecutor its task hand-off (decode_executor.cc), as PrepQueue does.
 #   - tsan_generation_services_tests: tests/llm/generation_services_inprocess_test.cc (OpenAI over HTTP and Triton's
 #     ModelStreamInfer over gRPC on the sim generation device with llama_tiny's tokenizer).
 # Debian's gRPC, absl and protobuf are not instrumented: their own synchronisation is invisible to TSan. Every
@@ -30,26 +31,18 @@ target_link_libraries(sluice_tsan_services PUBLIC sluice_tsan_llm sluice_inferen
   PkgConfig::CHECKED_SAMPLERATE PkgConfig::CHECKED_SNDFILE PkgConfig::CHECKED_HTTPLIB Boost::headers OpenSSL::SSL
   OpenSSL::Crypto)
 
-# The voice test is not yet reliably green under TSan (see the note below): built and run only with
-# -DSLUICE_TSAN_VOICE_SERVICE_TESTS=ON until it is.
-option(SLUICE_TSAN_VOICE_SERVICE_TESTS "Riva in-process tests under TSan (not yet reliably green)" OFF)
-set(SERVICES_TSAN_TESTS tsan_generation_services_tests)
+# Status (issue 24): both run in CI. The causes of the voice test's old flakiness were fixed, not hidden: a
+# Recognize whose call was cancelled or passed its deadline while its decode waited kept its DecodeExecutor slot
+# until a worker reached it (RecognizeWithShortRandomDeadlinesIsAnsweredEveryTime's last call was refused
+# RESOURCE_EXHAUSTED); it now takes the decode back in OnCancel (DecodeExecutor::Withdraw). oneTBB runs with its
+# real workers (as in scheduler_clang_tests): the scheduler's parallel_for body states its copies' and rows'
+# hand-offs (batch_assembly.cc), and what oneTBB's own inline code does with its task objects and join nodes is
+# suppressed by TBB frames (tsan_services.supp, as tsan_tbb.supp). The reactors state the orderings gRPC gives OnCancel -> OnDone and
+# OnDone -> the service's destruction (riva_service.cc, riva_streaming.cc).
+set(SERVICES_TSAN_TESTS tsan_generation_services_tests tsan_voice_inprocess_tests)
 add_executable(tsan_generation_services_tests ${SLUICE_ROOT}/tests/llm/generation_services_inprocess_test.cc)
 target_compile_definitions(tsan_generation_services_tests PRIVATE SLUICE_MODELS_DIR="${SLUICE_MODELS_DIR}")
-if(SLUICE_TSAN_VOICE_SERVICE_TESTS)
-  # Status (issue 24): with the hand-offs stated and tsan_services.supp, no report names a sluice frame; left are
-  # (1) gRPC-internal reports (about 1 in 5 runs: gRPC's inline reactor code racing its own uninstrumented code)
-  # and (2) RecognizeWithShortRandomDeadlinesIsAnsweredEveryTime's last Recognize refused RESOURCE_EXHAUSTED in
-  # about half the runs ("too many audio decodes in progress (18: 2 running and 16 waiting ...)"): with oneTBB
-  # serial (below) the DecodeExecutor gets one worker, and the decodes of calls whose deadline passed still hold
-  # their slots until a worker reaches them. Without oneTBB serial the scheduler's parallel_for row copies
-  # (AssembleBatch, ScatterOutputs) are reported instead: the scheduler should state that hand-off as PrepQueue does.
-  add_executable(tsan_voice_inprocess_tests ${SLUICE_ROOT}/tests/voice/riva_inprocess_test.cc)
-  # oneTBB with one thread, as for the scheduler tests: the batch rows parallel_for copies are then copied on the
-  # calling thread, which TSan sees.
-  target_sources(tsan_voice_inprocess_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/tbb_serial_under_tsan.cc)
-  list(APPEND SERVICES_TSAN_TESTS tsan_voice_inprocess_tests)
-endif()
+add_executable(tsan_voice_inprocess_tests ${SLUICE_ROOT}/tests/voice/riva_inprocess_test.cc)
 foreach(target sluice_tsan_services ${SERVICES_TSAN_TESTS})
   if(SLUICE_TSAN)
     target_compile_options(${target} PRIVATE -fsanitize=thread)
