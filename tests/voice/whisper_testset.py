@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Synthesizes the English test set of the Whisper checks: each sentence of whisper_sentences.txt spoken once by
-espeak-ng, cycling through VOICES, with the speaking rate changing every len(VOICES) sentences (RATES), then
-resampled by sox to 16 kHz mono (Whisper's input rate).
+"""Synthesizes the English test set of the Whisper checks: whisper_sentences.txt in clips of SENTENCES_PER_CLIP
+consecutive sentences (6 to 14 s each: Whisper encodes a 30 s window whatever the clip's length, so several
+sentences a clip cost no more encoder time than one), each clip spoken by espeak-ng with one of VOICES and one of
+RATES (clip c: voice c mod 6, rate (c + c div 6) mod 3, so each voice speaks at two rates), then resampled by sox
+to 16 kHz mono (Whisper's input rate).
 
   /usr/bin/python3 tests/voice/whisper_testset.py --out DIR [--sentences FILE] [--limit N]
 
-DIR/NNN.wav (16-bit PCM) with NNN.txt (the sentence) beside it, and DIR/manifest.tsv (file, voice, rate, text).
+DIR/NNN.wav (16-bit PCM) with NNN.txt (its sentences) beside it, and DIR/manifest.tsv (file, voice, rate, text).
 Deterministic for the same espeak-ng and sox builds. Written to a temp dir and renamed into place.
 """
 import argparse
@@ -22,6 +24,7 @@ SAMPLE_RATE = 16000
 # espeak-ng voice+variant: American and British accents, male and female variants, the Klatt synthesizer.
 VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-x-rp+m3", "en-gb-scotland+f2", "en-us+klatt"]
 RATES = [130, 160, 190]  # espeak-ng -s, words per minute (its default is 175)
+SENTENCES_PER_CLIP = 3
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -30,8 +33,8 @@ def read_sentences(path: str) -> List[str]:
         return [line.strip() for line in f if line.strip() and not line.startswith("#")]
 
 
-def settings(k: int) -> Tuple[str, int]:
-    return VOICES[k % len(VOICES)], RATES[(k // len(VOICES)) % len(RATES)]
+def settings(clip: int) -> Tuple[str, int]:
+    return VOICES[clip % len(VOICES)], RATES[(clip + clip // len(VOICES)) % len(RATES)]
 
 
 def synthesize(text: str, voice: str, rate: int) -> np.ndarray:
@@ -70,19 +73,22 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--sentences", default=os.path.join(HERE, "whisper_sentences.txt"))
-    p.add_argument("--limit", type=int, default=0, help="first N sentences only (0: all)")
+    p.add_argument("--limit", type=int, default=0, help="first N clips only (0: all)")
     args = p.parse_args()
     sentences = read_sentences(args.sentences)
+    texts = [" ".join(sentences[i:i + SENTENCES_PER_CLIP]) for i in range(0, len(sentences), SENTENCES_PER_CLIP)]
     if args.limit:
-        sentences = sentences[:args.limit]
+        texts = texts[:args.limit]
     out = os.path.abspath(args.out)
     tmp = f"{out}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     rows, seconds = ["file\tvoice\trate\ttext"], 0.0
-    for k, text in enumerate(sentences):
+    for k, text in enumerate(texts):
         voice, rate = settings(k)
         pcm = synthesize(text, voice, rate)
+        if pcm.size > 30 * SAMPLE_RATE:
+            raise SystemExit(f"clip {k} ({voice}, {rate} wpm) is {pcm.size / SAMPLE_RATE:.1f} s: over Whisper's 30 s")
         write_wav(os.path.join(tmp, f"{k:03d}.wav"), pcm)
         with open(os.path.join(tmp, f"{k:03d}.txt"), "w", encoding="utf-8") as f:
             f.write(text + "\n")
@@ -92,7 +98,7 @@ def main() -> int:
         f.write("\n".join(rows) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
-    print(f"whisper test set: {len(sentences)} clips, {seconds:.1f} s of audio, in {out}")
+    print(f"whisper test set: {len(texts)} clips, {seconds:.1f} s of audio, in {out}")
     return 0
 
 
