@@ -2,7 +2,7 @@
 """Converts a CTranslate2 Whisper model (WhisperSpec, the layout faster-whisper ships) into a Hugging Face
 WhisperForConditionalGeneration checkpoint directory:
 
-  config.json               WhisperConfig: sizes from the variables' shapes
+  config.json               WhisperConfig: sizes from the variables' shapes, the suppress lists
   model.safetensors         every variable widened to float32 (CPU), fused projections split (below)
   generation_config.json    decoder start, EOS, language and task token ids, no-timestamps id, the suppress and
                             begin-suppress lists and alignment heads of CTranslate2's config.json: what
@@ -194,6 +194,10 @@ def special_ids(tokenizer_json: Dict) -> Dict[str, int]:
 def write_checkpoint(ct2_dir: str, out_dir: str) -> Dict[str, int]:
     from safetensors.numpy import save_file
     from transformers import GenerationConfig, WhisperConfig, WhisperFeatureExtractor
+    from transformers.utils import logging as hf_logging
+    # save_pretrained warns that suppress lists in config.json belong in generation_config.json; both get them on
+    # purpose (see the WhisperConfig call), so that warning is noise here.
+    hf_logging.set_verbosity_error()
 
     with open(os.path.join(ct2_dir, "config.json")) as f:
         ct2_config = json.load(f)
@@ -221,6 +225,9 @@ def write_checkpoint(ct2_dir: str, out_dir: str) -> Dict[str, int]:
     config = WhisperConfig(
         **sizes, activation_function="gelu", scale_embedding=False, tie_word_embeddings=True,
         decoder_start_token_id=sot, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot,
+        # Also here, as openai/whisper-* config.json files have them: WhisperConfig's own default begin-suppress
+        # list ([220, 50256]) is the English-only models' and would be wrong for anything reading this file alone.
+        suppress_tokens=suppress, begin_suppress_tokens=begin_suppress,
         architectures=["WhisperForConditionalGeneration"], torch_dtype="float32")
     os.makedirs(out_dir, exist_ok=True)
     config.save_pretrained(out_dir)

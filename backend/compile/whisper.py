@@ -17,7 +17,9 @@ split into the static-shape graphs sluice serves, plus the log-mel front end. Pa
     logits [B, vocab]. Each row writes its K/V at cache[:, slot, position], attends over cache[:, slot, 0:K]
     (positions > position masked) and over its slot's cross K/V.
 Caches (FP32, owned by the caller, slot `slots` is scratch for padding rows): self [layers, slots + 1, 448, heads,
-head_dim], cross [layers, slots + 1, 1500, heads, head_dim].
+head_dim]; cross_k [layers, slots + 1, heads, head_dim, 1500] and cross_v [layers, slots + 1, heads, 1500, head_dim],
+laid out as the attention matmuls read them, so a decode step's gather of its rows' slots is the only copy of the
+(large: 1500 positions) cross K/V.
 """
 import dataclasses
 import json
@@ -131,12 +133,16 @@ class Attention(nn.Module):
 
     def attend(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed=None) -> torch.Tensor:
         """queries from x [B, Tq, dim]; k/v [B, Tk, heads, hd]; allowed bool [B, Tq, Tk] or None (all)."""
+        return self.attend_heads(x, k.permute(0, 2, 3, 1), v.transpose(1, 2), allowed)
+
+    def attend_heads(self, x: torch.Tensor, kt: torch.Tensor, vh: torch.Tensor, allowed=None) -> torch.Tensor:
+        """attend() with keys as kt [B, heads, hd, Tk] and values as vh [B, heads, Tk, hd]."""
         b, tq = x.shape[0], x.shape[1]
         q = self.split(self.q_proj(x) * (self.head_dim ** -0.5)).transpose(1, 2)    # [B, H, Tq, hd]
-        scores = torch.matmul(q, k.permute(0, 2, 3, 1))                              # [B, H, Tq, Tk]
+        scores = torch.matmul(q, kt)                                                 # [B, H, Tq, Tk]
         if allowed is not None:
             scores = scores.masked_fill(~allowed.unsqueeze(1), MASKED_SCORE)
-        ctx = torch.matmul(torch.softmax(scores, dim=-1), v.transpose(1, 2))         # [B, H, Tq, hd]
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), vh)                        # [B, H, Tq, hd]
         return self.out_proj(ctx.transpose(1, 2).reshape(b, tq, self.heads * self.head_dim))
 
 
@@ -269,9 +275,11 @@ def empty_self_cache(dims: WhisperDims, slots: int) -> torch.Tensor:
                        dims.d_model // dims.decoder_attention_heads)
 
 
-def empty_cross_cache(dims: WhisperDims, slots: int) -> torch.Tensor:
-    return torch.zeros(dims.decoder_layers, slots + 1, dims.max_source_positions, dims.decoder_attention_heads,
-                       dims.d_model // dims.decoder_attention_heads)
+def empty_cross_caches(dims: WhisperDims, slots: int):
+    """(cross_k [layers, slots + 1, heads, hd, 1500], cross_v [layers, slots + 1, heads, 1500, hd])."""
+    lead = (dims.decoder_layers, slots + 1, dims.decoder_attention_heads)
+    hd, src = dims.d_model // dims.decoder_attention_heads, dims.max_source_positions
+    return torch.zeros(lead + (hd, src)), torch.zeros(lead + (src, hd))
 
 
 class PrefillGraph(nn.Module):
@@ -291,6 +299,7 @@ class PrefillGraph(nn.Module):
         x = self.m.embed(tokens, positions.unsqueeze(0))
         for i, layer in enumerate(self.m.model.decoder.layers):
             ck, cv = layer.encoder_attn.keys_values(encoder_hidden)                  # [1, 1500, H, hd]
+            ck, cv = ck.permute(0, 2, 3, 1), cv.transpose(1, 2)                       # the caches' layouts
             cross_k[i].index_copy_(0, slot, ck)
             cross_v[i].index_copy_(0, slot, cv)
             h = layer.self_attn_layer_norm(x)
@@ -298,7 +307,7 @@ class PrefillGraph(nn.Module):
             k_cache[i].index_put_((slot_index, positions), k[0])
             v_cache[i].index_put_((slot_index, positions), v[0])
             x = x + layer.self_attn.attend(h, k, v, allowed)
-            x = x + layer.encoder_attn.attend(layer.encoder_attn_layer_norm(x), ck, cv)
+            x = x + layer.encoder_attn.attend_heads(layer.encoder_attn_layer_norm(x), ck, cv)
             x = layer.ffn(x)
         last = x[0].index_select(0, (length - 1).clamp(0, t - 1))                    # [1, d]
         return self.m.logits(last)
@@ -330,6 +339,6 @@ class DecodeGraph(nn.Module):
             values = v_cache[i, :, :self.kv_length].index_select(0, slots).masked_fill(unwritten, 0.0)
             x = x + layer.self_attn.attend(h, keys, values, allowed)
             ck, cv = cross_k[i].index_select(0, slots), cross_v[i].index_select(0, slots)
-            x = x + layer.encoder_attn.attend(layer.encoder_attn_layer_norm(x), ck, cv)
+            x = x + layer.encoder_attn.attend_heads(layer.encoder_attn_layer_norm(x), ck, cv)
             x = layer.ffn(x)
         return self.m.logits(x[:, 0])

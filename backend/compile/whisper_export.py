@@ -72,8 +72,9 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
     tmp = f"{out}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "graphs"))
-    self_k, cross_k = whisper.empty_self_cache(dims, slots), whisper.empty_cross_cache(dims, slots)
-    caches = (self_k, self_k.clone(), cross_k, cross_k.clone())
+    self_k = whisper.empty_self_cache(dims, slots)
+    cross_k, cross_v = whisper.empty_cross_caches(dims, slots)
+    caches = (self_k, self_k.clone(), cross_k, cross_v)
     hidden = torch.zeros(1, dims.max_source_positions, dims.d_model)
     gen = torch.Generator().manual_seed(27)
     jobs = []
@@ -100,16 +101,13 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
         path = os.path.join(tmp, "graphs", name + ".pt")
         torch.jit.save(trace(module.eval(), example, names, weights), path)
         log(f"  {name + '.pt':<26} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.2f} MiB")
-    heads = dims.decoder_attention_heads
     manifest = {
         "format_version": graph_format.FORMAT_VERSION,
         "sample_rate": whisper.SAMPLE_RATE, "audio_length": whisper.CHUNK_SAMPLES,
         "encoder_batch_sizes": encoder_batches, "prefill_lengths": prefill_lengths,
         "decode_batch_sizes": decode_batches, "kv_lengths": kv_lengths, "slots": slots,
-        "self_cache_shape": [dims.decoder_layers, slots + 1, dims.max_target_positions, heads,
-                             dims.d_model // heads],
-        "cross_cache_shape": [dims.decoder_layers, slots + 1, dims.max_source_positions, heads,
-                              dims.d_model // heads],
+        "self_cache_shape": list(self_k.shape),
+        "cross_k_shape": list(cross_k.shape), "cross_v_shape": list(cross_v.shape),
         "encoder_hidden_shape": [dims.max_source_positions, dims.d_model],
         "vocab_size": dims.vocab_size, "max_target_positions": dims.max_target_positions,
         **special_ids(hf_dir),

@@ -13,14 +13,16 @@ test set (whisper_testset.py). Run with a transformers 4.44.2 interpreter (whisp
    encoder on the feature extractor's features, max |diff| <= 1e-5 + 1e-4 * max |want| (the front ends' float
    differences, up to ~4e-5 on the log-mel, grow through 6 layers).
 4. Decoder graphs, teacher-forced on clip 0 from transformers' encoder output: the admission (prefill) graph and
-   decode_b1 against transformers' decoder logits, within float_tolerance.bound.
+   decode_b1 against transformers' decoder logits, within float_tolerance.bound; and, reported, the same from the
+   encoder graph's output (the whole graph path's logit difference).
 5. Greedy decoding driven through the graphs as a continuous batcher would: `slots` KV slots (fewer than the
    clips, so slots are freed at EOS and reused), each admission writing the clip's cross-attention K/V into its
    slot (prefill graph, prompt padded with random ids), decode steps over the active rows in the smallest decode
    batch bucket (padding rows on the scratch slot) and the smallest kv length bucket; Whisper's rules: the
    suppress_tokens always, the begin_suppress_tokens at the first generated step, EOS ends a sequence. Every
    clip's tokens must equal transformers' generate(), except after a step whose reference top-2 margin is a near
-   tie (float_tolerance.first_divergence).
+   tie: below 4x the whole graph path's logit difference on clip 0 (teacher-forced from the encoder graph's
+   output, as in 4.), and at least float_tolerance.NEAR_TIE.
 """
 import argparse
 import json
@@ -146,8 +148,8 @@ class Caches:
     def __init__(self, manifest):
         self.self_k = torch.zeros(manifest["self_cache_shape"])
         self.self_v = torch.zeros(manifest["self_cache_shape"])
-        self.cross_k = torch.zeros(manifest["cross_cache_shape"])
-        self.cross_v = torch.zeros(manifest["cross_cache_shape"])
+        self.cross_k = torch.zeros(manifest["cross_k_shape"])
+        self.cross_v = torch.zeros(manifest["cross_v_shape"])
 
     def all(self):
         return self.self_k, self.self_v, self.cross_k, self.cross_v
@@ -187,24 +189,33 @@ class GraphDecoder:
                                    torch.tensor(slots + [self.scratch] * pad), *caches.all())[:len(tokens)], (b, k)
 
 
-def teacher_forced(decoder: GraphDecoder, ref, manifest) -> bool:
-    """Clip 0's transformers tokens through prefill + decode_b1 from transformers' encoder output."""
+def teacher_forced(decoder: GraphDecoder, ref, manifest, graph_hidden):
+    """Clip 0's transformers tokens through prefill + decode_b1, from transformers' encoder output (bounded: the
+    decoder graphs alone) and from the encoder graph's (reported: the whole graph path's logit difference, which
+    sets how close to a tie a greedy step must be for the graphs to be allowed another token there).
+    Returns (ok, that difference)."""
     model, prompt, ids = ref["model"], ref["prompt"], ref["tokens"][0]
     hidden = ref["hidden"][0].unsqueeze(0)
     from transformers.modeling_outputs import BaseModelOutput
     seq = torch.tensor([prompt + ids])
     want = model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), decoder_input_ids=seq).logits[0]
-    caches = Caches(manifest)
-    got = [decoder.admit(prompt, 0, hidden, caches)[0]]
-    for j, token in enumerate(ids[:-1]):
-        got.append(decoder.step([token], [len(prompt) + j], [0], caches)[0][0])
-    got = torch.stack(got)
-    want = want[len(prompt) - 1:len(prompt) - 1 + len(got)]
+    want = want[len(prompt) - 1:len(prompt) - 1 + len(ids)]
+    got = _teacher_forced_logits(decoder, manifest, prompt, ids, hidden)
     diff, bound = float_tolerance.max_diff(got, want), float_tolerance.bound(want)
     ok = diff <= bound
     log(f"decoder graphs, teacher-forced on clip 0 ({len(got)} steps, transformers' encoder output): max |diff| "
         f"{diff:.2e}, bound {bound:.2e} (max |logit| {float(want.abs().max()):.1f}): {'ok' if ok else 'FAIL'}")
-    return ok
+    whole = float_tolerance.max_diff(_teacher_forced_logits(decoder, manifest, prompt, ids, graph_hidden), want)
+    log(f"whole graph path (encoder graph's output), teacher-forced on clip 0: logits max |diff| {whole:.2e}")
+    return ok, whole
+
+
+def _teacher_forced_logits(decoder, manifest, prompt, ids, hidden):
+    caches = Caches(manifest)
+    got = [decoder.admit(prompt, 0, hidden, caches)[0]]
+    for j, token in enumerate(ids[:-1]):
+        got.append(decoder.step([token], [len(prompt) + j], [0], caches)[0][0])
+    return torch.stack(got)
 
 
 def greedy_through_graphs(decoder: GraphDecoder, hidden, prompt, manifest):
@@ -285,22 +296,34 @@ def main() -> int:
 
     t0 = time.monotonic()
     decoder = GraphDecoder(a.export, weights, manifest)
-    if not teacher_forced(decoder, ref, manifest):
+    ok, whole = teacher_forced(decoder, ref, manifest, hidden[0])
+    if not ok:
         failures.append("teacher-forced decoder logits")
+    # Two logits each off by up to `whole` can swap only where the reference margin is below 2 * whole; 4 * whole
+    # (at least float_tolerance.NEAR_TIE) leaves room for clips whose differences run larger than clip 0's.
+    near_tie = max(float_tolerance.NEAR_TIE, 4.0 * whole)
     got, stats = greedy_through_graphs(decoder, hidden, ref["prompt"], manifest)
     t_dec = time.monotonic() - t0
     equal = 0
     for k, (g, want, margins) in enumerate(zip(got, ref["tokens"], ref["margins"])):
-        step, allowed = float_tolerance.first_divergence(g, want, margins)
+        step = next((j for j, (x, y) in enumerate(zip(g, want)) if x != y), None)
+        if step is None and len(g) != len(want):
+            step = min(len(g), len(want))
+        allowed = step is not None and step < len(margins) and margins[step] < near_tie
         if step is None:
             equal += 1
         else:
             log(f"  clip {k}: graph tokens leave transformers' at step {step} ({g[step:step + 3]} vs "
                 f"{want[step:step + 3]}, reference margin "
-                f"{margins[step] if step < len(margins) else 'n/a'}): {'near tie' if allowed else 'FAIL'}")
+                f"{margins[step] if step < len(margins) else 'n/a'}): {f'near tie (< {near_tie:.2g})' if allowed else 'FAIL'}")
             if not allowed:
                 failures.append(f"clip {k} tokens")
     total = sum(len(t) for t in ref["tokens"])
+    # How close the reference came to a tie anywhere: greedy tokens can only flip between two implementations
+    # (front end, kernels, CPUs) at steps whose margin is of the order of their logit differences.
+    flat = sorted(m for ms in ref["margins"] for m in ms)
+    log(f"transformers' top-2 logit margins over {len(flat)} steps: smallest {flat[0]:.3g}, 1st percentile "
+        f"{flat[len(flat) // 100]:.3g}, median {flat[len(flat) // 2]:.3g}")
     log(f"graph greedy decoding: {equal}/{len(clips)} clips token-identical to transformers ({total} tokens), "
         f"{manifest['slots']} slots, {stats['admissions']} admissions, up to {stats['max_active']} rows a step, "
         f"decode steps per (batch, kv) bucket {dict(sorted(stats['decode_steps_by_bucket'].items()))}")

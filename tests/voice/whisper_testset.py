@@ -38,12 +38,14 @@ def settings(clip: int) -> Tuple[str, int]:
 
 
 def synthesize(text: str, voice: str, rate: int) -> np.ndarray:
-    """int16 mono 16 kHz samples of text."""
+    """int16 mono 16 kHz samples of text. sox writes float32 and the rounding to 16 bits is done here: sox's own
+    16-bit output adds random dither, so the same text would give other samples (and transcripts) every run."""
     wav = subprocess.run(["espeak-ng", "-v", voice, "-s", str(rate), "--stdout", text], check=True,
                          capture_output=True).stdout
-    raw = subprocess.run(["sox", "-q", "-t", "wav", "-", "-t", "raw", "-e", "signed-integer", "-b", "16", "-c",
+    raw = subprocess.run(["sox", "-q", "-t", "wav", "-", "-t", "raw", "-e", "floating-point", "-b", "32", "-c",
                           "1", "-r", str(SAMPLE_RATE), "-"], input=wav, check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype="<i2")
+    audio = np.frombuffer(raw, dtype="<f4")
+    return np.round(np.clip(audio, -1.0, 1.0) * 32767.0).astype("<i2")
 
 
 def write_wav(path: str, pcm: np.ndarray) -> None:
