@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Exports a transformers Whisper checkpoint (e.g. ct2_whisper_to_hf.py's output) as sluice's static-shape graphs,
+graph format 2 (README.md "Graph format": weights.pt once, every graph takes the weights as trailing inputs):
+
+  OUT/weights.pt                       every parameter once (float32)
+  OUT/graphs/encoder_b{B}_l480000.pt   forward(audio f32[B, 480000], lengths i64[B]) -> hidden f32[B, 1500, d]:
+                                       log-mel front end + encoder (whisper.py EncoderGraph); one audio length,
+                                       Whisper's 30 s window, per batch size
+  OUT/graphs/prefill_l{L}.pt           admission: forward(tokens i64[1, L], length i64[1], slot i64[1],
+                                       encoder_hidden f32[1, 1500, d], k_cache, v_cache, cross_k, cross_v)
+                                       -> logits f32[1, vocab]
+  OUT/graphs/decode_b{B}_k{K}.pt       forward(tokens i64[B], positions i64[B], slots i64[B], k_cache, v_cache,
+                                       cross_k, cross_v) -> logits f32[B, vocab]
+  OUT/whisper.json                     the graphs, cache shapes, prompt / EOS / suppress token ids (from the
+                                       checkpoint's generation_config.json), for the runner (there is no
+                                       config.yaml: sluice-server does not serve encoder-decoder models yet)
+  OUT/tokenizer.json                   copied from the checkpoint
+
+  python3 backend/compile/whisper_export.py --checkpoint HF_DIR --out OUT [--encoder-batch-sizes 1,2,4,8]
+      [--prefill-lengths 8,64] [--decode-batch-sizes 1,4,8,16] [--kv-lengths 64,128,448] [--slots 16]
+Runs with Debian's python3 + python3-torch (safetensors read by hf_checkpoint.py). CPU only (`torch.jit.trace`
+then `torch.jit.freeze`).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from typing import List
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_format  # noqa: E402
+import whisper  # noqa: E402
+
+
+def trace(module: torch.nn.Module, example: tuple, names, weights):
+    wrapper = graph_format.WeightsAsInputs(module, names, len(example)).eval()
+    traced = torch.jit.trace(wrapper, tuple(example) + tuple(weights), check_trace=False)
+    return torch.jit.freeze(traced)
+
+
+def _ints(text: str) -> List[int]:
+    values = sorted({int(v) for v in text.split(",") if v.strip()})
+    if not values or values[0] < 1:
+        raise SystemExit(f"bad list {text!r}: positive integers wanted")
+    return values
+
+
+def special_ids(hf_dir: str) -> dict:
+    with open(os.path.join(hf_dir, "generation_config.json")) as f:
+        gen = json.load(f)
+    need = ["decoder_start_token_id", "eos_token_id", "no_timestamps_token_id", "lang_to_id", "task_to_id",
+            "suppress_tokens", "begin_suppress_tokens"]
+    missing = [k for k in need if gen.get(k) is None]
+    if missing:
+        raise SystemExit(f"{hf_dir}/generation_config.json lacks {missing}")
+    return {k: gen[k] for k in need}
+
+
+def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batches, kv_lengths, slots: int,
+           log=print) -> None:
+    torch.set_grad_enabled(False)
+    model = whisper.load_checkpoint(hf_dir)
+    dims = model.dims
+    if kv_lengths[-1] > dims.max_target_positions:
+        raise SystemExit(f"--kv-lengths {kv_lengths[-1]} > max_target_positions {dims.max_target_positions}")
+    if prefill_lengths[-1] > kv_lengths[-1]:
+        raise SystemExit(f"--prefill-lengths {prefill_lengths[-1]} > the largest kv length {kv_lengths[-1]}")
+    tmp = f"{out}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, "graphs"))
+    self_k = whisper.empty_self_cache(dims, slots)
+    cross_k, cross_v = whisper.empty_cross_caches(dims, slots)
+    caches = (self_k, self_k.clone(), cross_k, cross_v)
+    hidden = torch.zeros(1, dims.max_source_positions, dims.d_model)
+    gen = torch.Generator().manual_seed(27)
+    jobs = []
+    for b in encoder_batches:
+        audio = torch.randn(b, whisper.CHUNK_SAMPLES, generator=gen) * 0.1
+        jobs.append((f"encoder_b{b}_l{whisper.CHUNK_SAMPLES}", whisper.EncoderGraph(model),
+                     (audio, torch.full((b,), whisper.CHUNK_SAMPLES // 2))))
+    for length in prefill_lengths:
+        tokens = torch.randint(0, dims.vocab_size, (1, length), generator=gen)
+        jobs.append((f"prefill_l{length}", whisper.PrefillGraph(model),
+                     (tokens, torch.tensor([max(1, length - 3)]), torch.tensor([0]), hidden) + caches))
+    for b in decode_batches:
+        for k in kv_lengths:
+            tokens = torch.randint(0, dims.vocab_size, (b,), generator=gen)
+            jobs.append((f"decode_b{b}_k{k}", whisper.DecodeGraph(model, k),
+                         (tokens, torch.arange(b) * (k - 1) // b, torch.arange(b) % slots) + caches))
+    # Every wrapper holds the model as `m`: one name list (one weights.pt) serves every graph.
+    names, weights = graph_format.weight_tensors(jobs[0][1])
+    nbytes = graph_format.write_weights(names, weights, os.path.join(tmp, graph_format.WEIGHTS_FILE))
+    log(f"  {graph_format.WEIGHTS_FILE:<26} {len(names)} tensors, {nbytes / 2**20:.1f} MiB (stored once)")
+    for name, module, example in jobs:
+        assert graph_format.weight_tensors(module)[0] == names, f"{name}: weights differ"
+        t0 = time.monotonic()
+        path = os.path.join(tmp, "graphs", name + ".pt")
+        torch.jit.save(trace(module.eval(), example, names, weights), path)
+        log(f"  {name + '.pt':<26} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.2f} MiB")
+    manifest = {
+        "format_version": graph_format.FORMAT_VERSION,
+        "sample_rate": whisper.SAMPLE_RATE, "audio_length": whisper.CHUNK_SAMPLES,
+        "encoder_batch_sizes": encoder_batches, "prefill_lengths": prefill_lengths,
+        "decode_batch_sizes": decode_batches, "kv_lengths": kv_lengths, "slots": slots,
+        "self_cache_shape": list(self_k.shape),
+        "cross_k_shape": list(cross_k.shape), "cross_v_shape": list(cross_v.shape),
+        "encoder_hidden_shape": [dims.max_source_positions, dims.d_model],
+        "vocab_size": dims.vocab_size, "max_target_positions": dims.max_target_positions,
+        **special_ids(hf_dir),
+    }
+    with open(os.path.join(tmp, "whisper.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    shutil.copyfile(os.path.join(hf_dir, "tokenizer.json"), os.path.join(tmp, "tokenizer.json"))
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--encoder-batch-sizes", default="1,2,4,8")
+    p.add_argument("--prefill-lengths", default="8,64")
+    p.add_argument("--decode-batch-sizes", default="1,4,8,16")
+    p.add_argument("--kv-lengths", default="64,128,448")
+    p.add_argument("--slots", type=int, default=16)
+    a = p.parse_args()
+    t0 = time.monotonic()
+    export(a.checkpoint, os.path.abspath(a.out), _ints(a.encoder_batch_sizes), _ints(a.prefill_lengths),
+           _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots)
+    print(f"whisper_export: {a.out} in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

