@@ -181,7 +181,7 @@ class App {
 
   bool ConnectClient() {
     if (options_.address.empty()) options_.address = options_.protocol == "http" ? "localhost:8000" : "localhost:8001";
-    InferClient::Options options;
+    ClientOptions options;
     options.protocol = options_.protocol;
     options.address = options_.address;
     options.channels = options_.channels;

@@ -8,7 +8,7 @@
 // Thread-safety: RunApp blocks its calling thread.
 #pragma once
 
-#include "loadtest/core/app_options.h"
+#include "loadtest/app_options.h"
 
 namespace sluice::loadtest {
 

@@ -8,7 +8,9 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/core/api.cc                # enum class Api, parsed once from --api
   ${CMAKE_CURRENT_LIST_DIR}/core/api_driver.cc         # ApiDriver: one API's part of a run (app.cc picks one)
   ${CMAKE_CURRENT_LIST_DIR}/core/load_client.cc       # LoadClient: the runner's seam (Call in, Outcome out)
+  ${CMAKE_CURRENT_LIST_DIR}/core/model_info.cc        # what a model takes (ModelInfo, any API); model mixes
   ${CMAKE_CURRENT_LIST_DIR}/core/length_profile.cc     # input-length profiles (fixed, uniform, lognormal/speech, file)
+  ${CMAKE_CURRENT_LIST_DIR}/core/audio_folder.cc       # --audio-dir: recordings from a folder (libsndfile)
   ${CMAKE_CURRENT_LIST_DIR}/core/arrival_process.cc    # open-loop arrivals (Poisson, Gamma with burstiness, constant)
   ${CMAKE_CURRENT_LIST_DIR}/core/workload.cc           # request i = f(seed, i): model, length, input data
   ${CMAKE_CURRENT_LIST_DIR}/core/progress_bar.cc
@@ -17,16 +19,19 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/core/slo.cc                # SLO YAML, verdicts, per-request objectives
   ${CMAKE_CURRENT_LIST_DIR}/core/sweep.cc              # --sweep: concurrency/rate steps, knee
   ${CMAKE_CURRENT_LIST_DIR}/core/padding_plan.cc       # --dry-run: bucket shares and padding efficiency of a traffic profile
+  ${CMAKE_CURRENT_LIST_DIR}/core/json_writer.cc        # JSON writer and per-bucket rows (reports, advisor)
+  ${CMAKE_CURRENT_LIST_DIR}/core/text_file.cc          # a report written to its file
+  # http/: the HTTP clients' shared transport (cpp-httplib), owned by kserve/'s REST client and generation/'s OpenAI one
+  ${CMAKE_CURRENT_LIST_DIR}/http/http_worker_pool.cc   # blocking calls on workers: a connection, thread per call
   # kserve/: KServe v2 over gRPC and HTTP (--api kserve)
-  ${CMAKE_CURRENT_LIST_DIR}/kserve/model_info.cc       # what the server says about a model; model mixes
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/fetch_model_info.cc # what the server says about a model (ModelMetadata, ModelConfig)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/infer_client.cc     # KServe v2 client: a LoadClient + metadata/config/statistics
   ${CMAKE_CURRENT_LIST_DIR}/kserve/call_proto.cc       # Call/Outcome <-> ModelInferRequest/Response
   ${CMAKE_CURRENT_LIST_DIR}/kserve/grpc_infer_client.cc  # ... over gRPC (callback API)
-  ${CMAKE_CURRENT_LIST_DIR}/kserve/http_infer_client.cc  # ... over HTTP (cpp-httplib, a connection and thread per call)
+  ${CMAKE_CURRENT_LIST_DIR}/kserve/http_infer_client.cc  # ... over HTTP (on http/'s worker pool)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/kserve_http.cc      # KServe v2 REST binary-data request/response codec
   ${CMAKE_CURRENT_LIST_DIR}/kserve/output_compare.cc   # --verify's arithmetic
   # speech/: Riva ASR (--api riva-offline, riva-streaming)
-  ${CMAKE_CURRENT_LIST_DIR}/speech/audio_folder.cc     # recordings from a folder (libsndfile)
   ${CMAKE_CURRENT_LIST_DIR}/speech/wer.cc              # word error rate (word-level Levenshtein with S/I/D)
   ${CMAKE_CURRENT_LIST_DIR}/speech/speech_audio.cc     # 16-bit PCM / WAV bytes (libsndfile), chunk arithmetic
   ${CMAKE_CURRENT_LIST_DIR}/speech/riva_offline_client.cc  # a LoadClient over Riva Recognize (--api riva-offline)
@@ -37,7 +42,7 @@ set(SLUICE_LOADTEST_SOURCES
   # generation/: streamed text generation (--api openai, triton-stream)
   ${CMAKE_CURRENT_LIST_DIR}/generation/generation_call.cc    # a generation request and its streamed outcome, any API
   ${CMAKE_CURRENT_LIST_DIR}/generation/openai_stream.cc      # OpenAI streaming wire format: body, SSE, chunks, usage check
-  ${CMAKE_CURRENT_LIST_DIR}/generation/openai_client.cc      # --api openai: streamed completions on the HTTP worker pool
+  ${CMAKE_CURRENT_LIST_DIR}/generation/openai_client.cc      # --api openai: streamed completions on http/'s worker pool
   ${CMAKE_CURRENT_LIST_DIR}/generation/triton_stream.cc      # Triton ModelStreamInfer generation wire format, verdict
   ${CMAKE_CURRENT_LIST_DIR}/generation/triton_stream_client.cc  # --api triton-stream: a callback bidi stream per request
   ${CMAKE_CURRENT_LIST_DIR}/generation/generation_plan.cc    # request i's prompt (real text ids / synthetic / file), max_tokens

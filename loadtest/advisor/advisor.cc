@@ -34,7 +34,7 @@ PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket
       row.refused += c.count;
       continue;
     }
-    BucketFill& fill = row.buckets[b];
+    loadtest::BucketShare& fill = row.buckets[b];
     const double steps = static_cast<double>(c.length) * static_cast<double>(c.count);
     fill.requests += c.count;
     fill.real_steps += steps;
@@ -42,7 +42,7 @@ PlanRow EvaluatePlan(const std::string& name, const std::vector<int64_t>& bucket
     row.real_steps += steps;
     row.padded_steps += static_cast<double>(fill.length) * static_cast<double>(c.count);
   }
-  for (const BucketFill& fill : row.buckets) {
+  for (const loadtest::BucketShare& fill : row.buckets) {
     seconds += static_cast<double>(fill.requests) * cost.RequestSeconds(batch_size, fill.length);
   }
   row.seconds_per_request = row.requests > 0 ? seconds / static_cast<double>(row.requests) : 0;

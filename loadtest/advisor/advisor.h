@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "loadtest/advisor/cost_model.h"
 #include "loadtest/advisor/observed_lengths.h"
+#include "loadtest/core/bucket_share.h"
 
 namespace sluice::advisor {
 
@@ -43,12 +44,6 @@ struct AdvisorInput {
   std::string model_name;              // for the re-export command in the report ("" = not known)
 };
 
-struct BucketFill {
-  int64_t length = 0;
-  int64_t requests = 0;
-  double real_steps = 0;
-};
-
 struct PlanRow {
   std::string name;  // "advised", "current", "powers of two", "pad-to-max"
   std::vector<int64_t> lengths;
@@ -58,7 +53,7 @@ struct PlanRow {
   double real_steps = 0;
   double padded_steps = 0;
   double seconds_per_request = 0;
-  std::vector<BucketFill> buckets;
+  std::vector<loadtest::BucketShare> buckets;  // one per length, refused requests in none
 
   double efficiency() const { return padded_steps > 0 ? real_steps / padded_steps : 0; }
   double throughput_rps() const { return seconds_per_request > 0 ? 1 / seconds_per_request : 0; }

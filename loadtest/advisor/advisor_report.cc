@@ -1,13 +1,10 @@
 #include "loadtest/advisor/advisor_report.h"
 
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "loadtest/core/json_writer.h"
+#include "loadtest/core/text_file.h"
 
 namespace sluice::advisor {
 namespace {
@@ -19,7 +16,7 @@ std::string Seconds(const Advice& a, double steps) {
 std::string FillTable(const Advice& a, const PlanRow& p) {
   std::string out = absl::StrFormat("  %10s %9s %9s %7s %14s %7s\n", "bucket", "seconds", "requests", "share",
                                     "mean length", "fill");
-  for (const BucketFill& b : p.buckets) {
+  for (const loadtest::BucketShare& b : p.buckets) {
     const double mean = b.requests > 0 ? b.real_steps / b.requests : 0;
     absl::StrAppend(&out, absl::StrFormat("  %10d %9s %9d %6.1f%% %14.0f %6.1f%%\n", b.length,
                                           Seconds(a, static_cast<double>(b.length)), b.requests,
@@ -29,7 +26,7 @@ std::string FillTable(const Advice& a, const PlanRow& p) {
   return out;
 }
 
-void WriteInt64Array(rapidjson::PrettyWriter<rapidjson::StringBuffer>& w, const std::vector<int64_t>& v) {
+void WriteInt64Array(loadtest::JsonWriter& w, const std::vector<int64_t>& v) {
   w.StartArray();
   for (int64_t x : v) w.Int64(x);
   w.EndArray();
@@ -87,7 +84,7 @@ std::string FormatAdvice(const Advice& a) {
 
 namespace {
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+using Writer = loadtest::JsonWriter;
 
 // What the advice was computed from: the observed lengths, the batch sizes, the limits and the cost model.
 void WriteAdviceInputs(Writer& w, const Advice& a) {
@@ -163,18 +160,7 @@ void WritePlan(Writer& w, const PlanRow& p, double advised) {
   w.Key("vs_advised_compute");
   w.Double(advised > 0 ? p.seconds_per_request / advised : 0.0);
   w.Key("per_bucket");
-  w.StartArray();
-  for (const BucketFill& b : p.buckets) {
-    w.StartObject();
-    w.Key("length");
-    w.Int64(b.length);
-    w.Key("requests");
-    w.Int64(b.requests);
-    w.Key("real_steps");
-    w.Double(b.real_steps);
-    w.EndObject();
-  }
-  w.EndArray();
+  loadtest::WriteBucketShares(w, p.buckets);
   w.EndObject();
 }
 
@@ -205,11 +191,7 @@ std::string AdviceToJson(const Advice& a) {
 }
 
 absl::Status WriteAdviceJson(const Advice& advice, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
-  out << AdviceToJson(advice) << "\n";
-  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
-  return absl::OkStatus();
+  return loadtest::WriteTextFile(path, AdviceToJson(advice) + "\n");
 }
 
 }  // namespace sluice::advisor

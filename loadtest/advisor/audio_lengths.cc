@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "loadtest/speech/audio_folder.h"
+#include "loadtest/core/audio_folder.h"
 
 namespace sluice::advisor {
 

@@ -2,11 +2,11 @@
 
 namespace sluice::loadtest {
 
-absl::Status CheckRequestLoop(const AppOptions& options) {
-  if (options.streaming.streams > 0) {
+absl::Status CheckRequestLoop(int streams, const SweepOptions& sweep) {
+  if (streams > 0) {
     return absl::InvalidArgumentError("--streams is for --api riva-streaming (use --concurrency or --rate)");
   }
-  if (options.sweep.knob == "streams") return absl::InvalidArgumentError("--sweep streams is for --api riva-streaming");
+  if (sweep.knob == "streams") return absl::InvalidArgumentError("--sweep streams is for --api riva-streaming");
   return absl::OkStatus();
 }
 

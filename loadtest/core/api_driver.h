@@ -5,6 +5,9 @@
 // speech/speech_driver.h (riva-offline, riva-streaming), generation/generation_driver.h (openai, triton-stream).
 // Every driver reaches the server's KServe v2 control calls (metadata, config, statistics) through the `control`
 // client app.cc connects for every API (after CheckOptions, which may decide its protocol).
+// API-neutral like the rest of core/: the types of the API families and of the app it names are declared here, not
+// included (the command line's AppOptions: app_options.h; the KServe client: kserve/infer_client.h; the report:
+// report/report.h); a driver's own header includes them.
 // Thread-safety: a driver is used from the run's thread only.
 #pragma once
 
@@ -15,17 +18,19 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "loadtest/core/api.h"
-#include "loadtest/core/app_options.h"
+#include "loadtest/core/model_info.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/slo.h"
 #include "loadtest/core/summary.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/core/verify_report.h"
 #include "loadtest/core/workload.h"
-#include "loadtest/kserve/infer_client.h"
-#include "loadtest/kserve/model_info.h"
-#include "loadtest/kserve/verify.h"
-#include "loadtest/report/report.h"
 
 namespace sluice::loadtest {
+
+struct AppOptions;   // app_options.h
+class InferClient;   // kserve/infer_client.h
+struct Report;       // report/report.h
 
 // The run's summary of a RunResult (the SLO's per-request objectives and the arrival kind are the run's).
 using RunSummarizer = std::function<RunSummary(const RunResult& run, double burstiness)>;
@@ -60,7 +65,7 @@ class ApiDriver {
 };
 
 // The checks every API that sends one request per call shares (all but riva-streaming): a loop kind of the
-// runner, not --streams.
-absl::Status CheckRequestLoop(const AppOptions& options);
+// runner, not --streams. `streams`: --streams; `sweep`: --sweep.
+absl::Status CheckRequestLoop(int streams, const SweepOptions& sweep);
 
 }  // namespace sluice::loadtest

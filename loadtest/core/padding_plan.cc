@@ -1,13 +1,11 @@
 #include "loadtest/core/padding_plan.h"
 
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include <algorithm>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "loadtest/core/json_writer.h"
+#include "loadtest/core/text_file.h"
 
 namespace sluice::loadtest {
 
@@ -70,7 +68,7 @@ std::string FormatPaddingPlan(const std::vector<ModelPaddingPlan>& plans) {
 
 std::string PaddingPlanToJson(const std::vector<ModelPaddingPlan>& plans, uint64_t seed) {
   rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  JsonWriter w(buffer);
   w.StartObject();
   w.Key("schema");
   w.String("sluice-loadtest-plan/1");
@@ -97,18 +95,7 @@ std::string PaddingPlanToJson(const std::vector<ModelPaddingPlan>& plans, uint64
     w.Key("pad_to_max_efficiency");
     w.Double(p.pad_to_max_efficiency());
     w.Key("buckets");
-    w.StartArray();
-    for (const BucketShare& b : p.buckets) {
-      w.StartObject();
-      w.Key("length");
-      w.Int64(b.length);
-      w.Key("requests");
-      w.Int64(b.requests);
-      w.Key("real_steps");
-      w.Double(b.real_steps);
-      w.EndObject();
-    }
-    w.EndArray();
+    WriteBucketShares(w, p.buckets);
     w.EndObject();
   }
   w.EndArray();
@@ -118,11 +105,7 @@ std::string PaddingPlanToJson(const std::vector<ModelPaddingPlan>& plans, uint64
 
 absl::Status WritePaddingPlanJson(const std::vector<ModelPaddingPlan>& plans, uint64_t seed,
                                   const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
-  out << PaddingPlanToJson(plans, seed) << "\n";
-  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
-  return absl::OkStatus();
+  return WriteTextFile(path, PaddingPlanToJson(plans, seed) + "\n");
 }
 
 }  // namespace sluice::loadtest

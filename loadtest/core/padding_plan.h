@@ -12,15 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "loadtest/core/bucket_share.h"
 #include "loadtest/core/workload.h"
 
 namespace sluice::loadtest {
-
-struct BucketShare {
-  int64_t length = 0;    // the bucket's length; 0 when the request is longer than every bucket (refused)
-  int64_t requests = 0;
-  double real_steps = 0;
-};
 
 struct ModelPaddingPlan {
   std::string model;

@@ -17,8 +17,8 @@
 
 #include "loadtest/core/api.h"
 #include "loadtest/core/runner.h"
+#include "loadtest/core/word_errors.h"
 #include "loadtest/core/workload.h"
-#include "loadtest/speech/wer.h"
 
 namespace sluice::loadtest {
 
@@ -44,7 +44,7 @@ struct ThroughputStats {
   LatencyStats latency;
 };
 
-// The speech API's figures (--api riva-offline | riva-streaming); speech_summary.h computes them.
+// The speech API's figures (--api riva-offline | riva-streaming); speech/speech_summary.h computes them.
 struct WerStats {
   int64_t scored = 0;  // transcripts compared (successful measured requests whose recording has a reference)
   WordErrors errors;

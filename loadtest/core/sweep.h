@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "loadtest/report/report.h"
+#include "loadtest/core/slo.h"
+#include "loadtest/core/summary.h"
 
 namespace sluice::loadtest {
 
@@ -23,6 +24,15 @@ struct SweepOptions {
   double factor = 2;
   int steps = 6;
   bool stop_at_first_failure = true;
+};
+
+// One level of a sweep, as measured and judged (the reports print every step).
+struct SweepStep {
+  std::string knob;  // "concurrency", "rate" or "streams"
+  double level = 0;
+  RunSummary summary;
+  std::vector<Verdict> verdicts;
+  bool pass = true;
 };
 
 absl::StatusOr<std::vector<double>> SweepLevels(const SweepOptions& options);

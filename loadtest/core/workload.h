@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "loadtest/core/audio_folder.h"
 #include "loadtest/core/call.h"
 #include "loadtest/core/length_profile.h"
-#include "loadtest/kserve/model_info.h"
-#include "loadtest/speech/audio_folder.h"
+#include "loadtest/core/model_info.h"
 
 namespace sluice::loadtest {
 

@@ -89,7 +89,7 @@ std::vector<int32_t> IntArray(const rapidjson::Value& v) {
 
 }  // namespace
 
-absl::StatusOr<ModelInfo> GenerationModelInfo(Api api, const InferClient::Options& client,
+absl::StatusOr<ModelInfo> GenerationModelInfo(Api api, const ClientOptions& client,
                                               const std::string& model, int64_t max_prompt) {
   ModelInfo info;
   info.name = model;
@@ -236,7 +236,7 @@ void VerifyCase(const ReferenceCase& c, const CaseContext& ctx, VerifyReport& re
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> VerifyGeneration(Api api, const InferClient::Options& client_options,
+absl::StatusOr<VerifyReport> VerifyGeneration(Api api, const ClientOptions& client_options,
                                               const std::string& model, const std::string& model_repository,
                                               double timeout_ms) {
   const fs::path dir = fs::path(model_repository) / model;

@@ -20,10 +20,10 @@
 
 #include "absl/status/statusor.h"
 #include "loadtest/core/api.h"
+#include "loadtest/core/client_options.h"
+#include "loadtest/core/model_info.h"
+#include "loadtest/core/verify_report.h"
 #include "loadtest/generation/generation_plan.h"
-#include "loadtest/kserve/infer_client.h"
-#include "loadtest/kserve/model_info.h"
-#include "loadtest/kserve/verify.h"
 
 namespace sluice::loadtest {
 
@@ -31,7 +31,7 @@ namespace sluice::loadtest {
 // server's largest prompt bucket, else 1024. Over --api openai the server is asked (GET /v1/models: the model must
 // be listed; sluice-server adds its vocab_size, max_model_len and max_prompt_tokens, which fill ModelInfo's
 // vocab_size and context_length); ModelStreamInfer carries no such limits (text prompts need none).
-absl::StatusOr<ModelInfo> GenerationModelInfo(Api api, const InferClient::Options& client,
+absl::StatusOr<ModelInfo> GenerationModelInfo(Api api, const ClientOptions& client,
                                               const std::string& model, int64_t max_prompt);
 
 // The real-text corpus as token ids of `tokenizer_path`, else of <model_repository>/<model>/tokenizer.model when
@@ -48,7 +48,7 @@ absl::StatusOr<std::shared_ptr<const PromptTokenCounter>> LoadPromptTokenCounter
                                                                                  const std::string& model);
 
 // `api`: openai or triton-stream.
-absl::StatusOr<VerifyReport> VerifyGeneration(Api api, const InferClient::Options& client,
+absl::StatusOr<VerifyReport> VerifyGeneration(Api api, const ClientOptions& client,
                                               const std::string& model, const std::string& model_repository,
                                               double timeout_ms);
 

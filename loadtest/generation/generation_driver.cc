@@ -3,8 +3,11 @@
 #include <utility>
 #include <vector>
 
+#include "loadtest/app_options.h"
 #include "loadtest/generation/generation_app.h"
 #include "loadtest/generation/generation_load.h"
+#include "loadtest/kserve/infer_client.h"
+#include "loadtest/report/report.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -14,7 +17,7 @@ class GenerationDriver final : public ApiDriver {
   explicit GenerationDriver(Api api) : api_(api) {}
 
   absl::Status CheckOptions(AppOptions& options) const override {
-    if (absl::Status s = CheckRequestLoop(options); !s.ok()) return s;
+    if (absl::Status s = CheckRequestLoop(options.streaming.streams, options.sweep); !s.ok()) return s;
     if (api_ == Api::kOpenAi) {
       options.protocol = "http";  // the OpenAI API is HTTP (SSE)
       return absl::OkStatus();

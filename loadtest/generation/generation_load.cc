@@ -29,7 +29,7 @@ class OutcomeLog {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(Api api,
-                                                                    const InferClient::Options& options,
+                                                                    const ClientOptions& options,
                                                                     const GenerationPlan* plan) {
   if (api == Api::kOpenAi) return std::make_unique<OpenAiInferClient>(options, plan);
   if (api == Api::kTritonStream) return std::make_unique<TritonStreamInferClient>(options, plan);
@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(Api api,
 }
 
 absl::StatusOr<std::unique_ptr<GenerationLoad>> GenerationLoad::Create(Api api,
-                                                                       const InferClient::Options& client,
+                                                                       const ClientOptions& client,
                                                                        const GenerationPlanOptions& plan,
                                                                        const Workload& workload) {
   if (workload.models().size() != 1) {

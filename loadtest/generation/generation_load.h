@@ -31,7 +31,7 @@ struct GenerationRun {
 // The client of generation API `api` (InvalidArgument for another api). REQUIRES: `plan` (may be null: requests are
 // sent as they are) outlives the client.
 absl::StatusOr<std::unique_ptr<InferClient>> CreateGenerationClient(Api api,
-                                                                    const InferClient::Options& options,
+                                                                    const ClientOptions& options,
                                                                     const GenerationPlan* plan);
 
 class GenerationLoad {
@@ -39,7 +39,7 @@ class GenerationLoad {
   // REQUIRES: `workload` (one generation model; its length profile draws prompt lengths) outlives this.
   // FailedPrecondition when the server does not serve the model over `api`.
   static absl::StatusOr<std::unique_ptr<GenerationLoad>> Create(Api api,
-                                                                const InferClient::Options& client,
+                                                                const ClientOptions& client,
                                                                 const GenerationPlanOptions& plan,
                                                                 const Workload& workload);
 

@@ -26,13 +26,16 @@ Outcome Failed(int code, std::string message) { return Outcome::Ended(code, std:
 
 }  // namespace
 
-OpenAiInferClient::~OpenAiInferClient() {
-  CancelAll();
-  WaitIdle(absl::Seconds(30));
-}
+OpenAiInferClient::OpenAiInferClient(const Options& options, const GenerationPlan* plan)
+    : InferClient(options),
+      plan_(plan),
+      pool_(options.address, options.max_connections,
+            [this](httplib::Client& client, const HttpWorkerPool::Job& job, uint64_t epoch) {
+              return Execute(client, job, epoch);
+            }) {}
 
-Outcome OpenAiInferClient::Execute(httplib::Client& client, const Job& job, uint64_t epoch) {
-  if (cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
+Outcome OpenAiInferClient::Execute(httplib::Client& client, const HttpWorkerPool::Job& job, uint64_t epoch) {
+  if (pool_.cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
   absl::StatusOr<GenerationSpec> spec = GenerationSpecOfCall(job.call, plan_);
   if (!spec.ok()) return Failed(grpc::StatusCode::INVALID_ARGUMENT, std::string(spec.status().message()));
   const auto left = std::chrono::duration_cast<std::chrono::microseconds>(job.deadline -
@@ -69,7 +72,7 @@ Outcome OpenAiInferClient::Execute(httplib::Client& client, const Job& job, uint
   httplib::Error error = httplib::Error::Success;
   const bool sent_ok = client.send(request, http_response, error);
   if (!sent_ok && !(error == httplib::Error::Canceled && http_status == 200)) {
-    if (cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
+    if (pool_.cancelled(epoch)) return Failed(grpc::StatusCode::CANCELLED, "cancelled by the client");
     if (std::chrono::system_clock::now() + std::chrono::milliseconds(1) >= job.deadline) {
       return Failed(grpc::StatusCode::DEADLINE_EXCEEDED, "the stream did not end before the deadline");
     }

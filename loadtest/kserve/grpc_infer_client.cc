@@ -18,7 +18,7 @@ struct GrpcInferClient::InFlight {
   OutcomeDone done;
 };
 
-std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options) {
+std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const ClientOptions& options) {
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < std::max(1, options.channels); ++i) {
     grpc::ChannelArguments args;

@@ -15,7 +15,7 @@ namespace sluice::loadtest {
 
 // The client's channels: options.channels of them (at least one), each its own HTTP/2 connection, with no
 // message size limits. Shared by every gRPC API the load generator speaks.
-std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const InferClient::Options& options);
+std::vector<std::shared_ptr<grpc::Channel>> CreateLoadChannels(const ClientOptions& options);
 
 // The KServe v2 control calls every gRPC client makes as unary calls on `stub`: a 10 s deadline and the bearer token
 // (when not empty) in `authorization`.

@@ -1,7 +1,7 @@
 // The load generator's view of a KServe v2 server: inference calls sent asynchronously through the runner's seam
 // (LoadClient, core/load_client.h: a Call in, an Outcome out; the protobufs are built here, call_proto.h), and the
-// blocking metadata, config and statistics requests. Two implementations, chosen by
-// Options::protocol: gRPC (GrpcInferClient, the callback API) and HTTP/REST with the binary tensor data
+// blocking metadata, config and statistics requests. Two implementations, chosen by ClientOptions::protocol
+// (core/client_options.h): gRPC (GrpcInferClient, the callback API) and HTTP/REST with the binary tensor data
 // extension (HttpInferClient). Results use gRPC status codes either way (HTTP statuses are mapped), so that
 // runs over both protocols are reported and compared alike.
 // Thread-safety: thread-safe. Callbacks run on the client's threads and must be short; they may call Send().
@@ -18,19 +18,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpc_service.pb.h"
+#include "loadtest/core/client_options.h"
 #include "loadtest/core/load_client.h"
 
 namespace sluice::loadtest {
 
 class InferClient : public LoadClient {
  public:
-  struct Options {
-    std::string protocol = "grpc";  // grpc | http
-    std::string address = "localhost:8001";  // host:port
-    int channels = 1;               // gRPC: channels (HTTP/2 connections), used round robin
-    int max_connections = 1024;     // HTTP: most calls (connections, threads) in flight at once
-    std::string bearer_token;       // sent as "authorization: Bearer <token>" when not empty
-  };
+  using Options = ClientOptions;
   static absl::StatusOr<std::unique_ptr<InferClient>> Create(const Options& options);
   ~InferClient() override = default;
 

@@ -1,11 +1,19 @@
 #include "loadtest/kserve/kserve_driver.h"
 
+#include "loadtest/app_options.h"
+#include "loadtest/kserve/fetch_model_info.h"
+#include "loadtest/kserve/infer_client.h"
+#include "loadtest/kserve/verify.h"
+#include "loadtest/report/report.h"
+
 namespace sluice::loadtest {
 namespace {
 
 class KServeDriver final : public ApiDriver {
  public:
-  absl::Status CheckOptions(AppOptions& options) const override { return CheckRequestLoop(options); }
+  absl::Status CheckOptions(AppOptions& options) const override {
+    return CheckRequestLoop(options.streaming.streams, options.sweep);
+  }
 
   absl::StatusOr<ModelInfo> Describe(InferClient& control, const std::string& model,
                                      const AppOptions& options) override {

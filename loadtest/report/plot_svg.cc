@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "loadtest/core/text_file.h"
 
 namespace sluice::loadtest {
 namespace {
@@ -233,10 +233,7 @@ std::string RenderSvg(const Report& r) {
 }
 
 absl::Status WriteSvg(const Report& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
-  out << RenderSvg(report);
-  return out ? absl::OkStatus() : absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
+  return WriteTextFile(path, RenderSvg(report));
 }
 
 }  // namespace sluice::loadtest

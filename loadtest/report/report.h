@@ -12,7 +12,8 @@
 #include "loadtest/core/runner.h"
 #include "loadtest/core/slo.h"
 #include "loadtest/core/summary.h"
-#include "loadtest/kserve/verify.h"
+#include "loadtest/core/sweep.h"
+#include "loadtest/core/verify_report.h"
 #include "loadtest/monitor/server_monitor.h"
 #include "loadtest/report/pricing.h"
 
@@ -36,14 +37,6 @@ struct TimelinePoint {
 struct Histogram {
   std::vector<double> edges_ms;  // bins [edges[i], edges[i+1]); log-spaced
   std::vector<int64_t> counts;
-};
-
-struct SweepStep {
-  std::string knob;  // "concurrency", "rate" or "streams"
-  double level = 0;
-  RunSummary summary;
-  std::vector<Verdict> verdicts;
-  bool pass = true;
 };
 
 struct Report {

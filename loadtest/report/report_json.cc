@@ -1,18 +1,16 @@
 #include "loadtest/report/report_json.h"
 
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include <cmath>
 #include <ctime>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "loadtest/core/json_writer.h"
+#include "loadtest/core/text_file.h"
 
 namespace sluice::loadtest {
 namespace {
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+using Writer = JsonWriter;
 
 void Key(Writer& w, const char* key) { w.Key(key); }
 void Num(Writer& w, const char* key, double v) {
@@ -421,11 +419,7 @@ std::string ReportToJson(const Report& r) {
 }
 
 absl::Status WriteReportJson(const Report& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
-  out << ReportToJson(report) << "\n";
-  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
-  return absl::OkStatus();
+  return WriteTextFile(path, ReportToJson(report) + "\n");
 }
 
 }  // namespace sluice::loadtest

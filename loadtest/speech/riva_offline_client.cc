@@ -21,7 +21,7 @@ struct RivaOfflineClient::InFlight {
   OutcomeDone done;
 };
 
-RivaOfflineClient::RivaOfflineClient(const InferClient::Options& options,
+RivaOfflineClient::RivaOfflineClient(const ClientOptions& options,
                                      absl::flat_hash_map<std::string, int> sample_rates)
     : options_(options), sample_rates_(std::move(sample_rates)) {
   for (const auto& channel : CreateLoadChannels(options)) {

@@ -27,7 +27,7 @@ class RivaOfflineClient final : public LoadClient {
  public:
   // `sample_rates`: model name -> the rate its samples are at (the WAV header's rate).
   // `options`: address, channels and bearer token (gRPC).
-  RivaOfflineClient(const InferClient::Options& options, absl::flat_hash_map<std::string, int> sample_rates);
+  RivaOfflineClient(const ClientOptions& options, absl::flat_hash_map<std::string, int> sample_rates);
   ~RivaOfflineClient() override;
 
   void Send(Call call, std::chrono::system_clock::time_point deadline, OutcomeDone done) override;
@@ -39,7 +39,7 @@ class RivaOfflineClient final : public LoadClient {
   struct InFlight;
   void Finish(InFlight* call, const grpc::Status& status);
 
-  const InferClient::Options options_;
+  const ClientOptions options_;
   const absl::flat_hash_map<std::string, int> sample_rates_;
   std::vector<std::unique_ptr<nvidia::riva::asr::RivaSpeechRecognition::Stub>> stubs_;
   std::atomic<uint64_t> next_channel_{0};

@@ -1,6 +1,9 @@
 #include "loadtest/speech/speech_driver.h"
 
+#include "loadtest/app_options.h"
+#include "loadtest/kserve/infer_client.h"
 #include "loadtest/kserve/kserve_driver.h"
+#include "loadtest/report/report.h"
 #include "loadtest/speech/speech_load.h"
 
 namespace sluice::loadtest {
@@ -19,7 +22,7 @@ class SpeechDriver final : public ApiDriver {
       if (!options.sweep.knob.empty() && options.sweep.knob != "streams") {
         return absl::InvalidArgumentError("--api riva-streaming sweeps --sweep streams");
       }
-    } else if (absl::Status s = CheckRequestLoop(options); !s.ok()) {
+    } else if (absl::Status s = CheckRequestLoop(options.streaming.streams, options.sweep); !s.ok()) {
       return s;
     }
     if (options.protocol != "grpc") {

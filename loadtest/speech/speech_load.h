@@ -23,7 +23,7 @@ namespace sluice::loadtest {
 struct SpeechLoadOptions {
   Api api = Api::kRivaOffline;  // riva-offline | riva-streaming
   StreamingOptions streaming;
-  InferClient::Options client;  // address, channels, bearer token (gRPC)
+  ClientOptions client;  // address, channels, bearer token (gRPC)
 };
 
 struct SpeechRun {

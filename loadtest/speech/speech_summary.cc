@@ -1,5 +1,7 @@
 #include "loadtest/speech/speech_summary.h"
 
+#include "loadtest/speech/wer.h"
+
 namespace sluice::loadtest {
 
 SpeechStats SummarizeSpeech(Api api, const RunResult& run, const std::vector<StreamOutcome>* streams,

@@ -31,7 +31,7 @@ constexpr double kCancelWaitS = 30;  // after cancelling, how long the calls get
 class StreamRun {
  public:
   StreamRun(const RunOptions& options, const StreamingOptions& streaming, const Workload& workload,
-            const InferClient::Options& client)
+            const ClientOptions& client)
       : options_(options),
         streaming_(streaming),
         workload_(workload),
@@ -244,7 +244,7 @@ class StreamRun {
   const RunOptions& options_;
   const StreamingOptions& streaming_;
   const Workload& workload_;
-  const InferClient::Options& client_;
+  const ClientOptions& client_;
   const Clock::time_point start_ = Clock::now();
   const double measured_end_s_, cap_end_s_, send_end_s_;
   std::vector<std::unique_ptr<riva::RivaSpeechRecognition::Stub>> stubs_;
@@ -268,7 +268,7 @@ class StreamRun {
 }  // namespace
 
 absl::StatusOr<StreamRunResult> RunStreams(const RunOptions& options, const StreamingOptions& streaming,
-                                           const Workload& workload, const InferClient::Options& client) {
+                                           const Workload& workload, const ClientOptions& client) {
   if (streaming.streams <= 0) return absl::InvalidArgumentError("riva-streaming needs at least one stream");
   if (!(streaming.chunk_ms > 0)) return absl::InvalidArgumentError("the chunk length must be positive");
   for (const WorkloadModel& m : workload.models()) {

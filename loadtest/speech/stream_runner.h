@@ -11,18 +11,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "loadtest/core/client_options.h"
 #include "loadtest/core/runner.h"
 #include "loadtest/core/workload.h"
-#include "loadtest/kserve/infer_client.h"
 #include "loadtest/speech/stream_call.h"
+#include "loadtest/speech/streaming_options.h"
 
 namespace sluice::loadtest {
-
-struct StreamingOptions {
-  int streams = 0;         // concurrent streams
-  double chunk_ms = 100;   // audio per message
-  bool realtime = true;    // pace chunks at real time; false: as fast as flow control lets them go
-};
 
 struct StreamRunResult {
   // One record per stream, in completion order; a stream's latency is its whole duration, audio included.
@@ -33,6 +28,6 @@ struct StreamRunResult {
 // REQUIRES: streaming.streams > 0, chunk_ms > 0; every workload model has a sample rate; duration, requests or
 // the caps bound the run. Transcripts are kept for the streams whose recording has a reference.
 absl::StatusOr<StreamRunResult> RunStreams(const RunOptions& options, const StreamingOptions& streaming,
-                                           const Workload& workload, const InferClient::Options& client);
+                                           const Workload& workload, const ClientOptions& client);
 
 }  // namespace sluice::loadtest

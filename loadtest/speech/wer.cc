@@ -5,18 +5,6 @@
 
 namespace sluice::loadtest {
 
-double WordErrors::rate() const {
-  return static_cast<double>(errors()) / static_cast<double>(std::max<int64_t>(reference_words, 1));
-}
-
-WordErrors& WordErrors::operator+=(const WordErrors& other) {
-  reference_words += other.reference_words;
-  substitutions += other.substitutions;
-  insertions += other.insertions;
-  deletions += other.deletions;
-  return *this;
-}
-
 std::vector<std::string> NormalizeWords(std::string_view text) {
   std::vector<std::string> words;
   std::string word;

@@ -6,22 +6,13 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "loadtest/core/word_errors.h"
+
 namespace sluice::loadtest {
-
-struct WordErrors {
-  int64_t reference_words = 0;
-  int64_t substitutions = 0, insertions = 0, deletions = 0;
-
-  int64_t errors() const { return substitutions + insertions + deletions; }
-  // errors / reference words; with no reference words: 0 when there are no errors, else 1 per error.
-  double rate() const;
-  WordErrors& operator+=(const WordErrors& other);
-};
 
 // "Hello, World!  it's" -> {"hello", "world", "its"}.
 std::vector<std::string> NormalizeWords(std::string_view text);

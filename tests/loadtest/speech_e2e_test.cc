@@ -18,7 +18,7 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
-#include "loadtest/speech/audio_folder.h"
+#include "loadtest/core/audio_folder.h"
 #include "loadtest/speech/speech_audio.h"
 #include "loadtest/speech/wer.h"
 #include "riva/proto/riva_asr.grpc.pb.h"

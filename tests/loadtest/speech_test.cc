@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "loadtest/core/audio_folder.h"
 #include "loadtest/core/slo.h"
 #include "loadtest/core/sweep.h"
 #include "loadtest/core/workload.h"
 #include "loadtest/report/report_json.h"
 #include "loadtest/report/report_table.h"
-#include "loadtest/speech/audio_folder.h"
 #include "loadtest/speech/speech_audio.h"
 #include "loadtest/speech/speech_summary.h"
 #include "loadtest/speech/wer.h"

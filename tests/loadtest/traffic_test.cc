@@ -12,13 +12,13 @@
 #include <sndfile.h>
 
 #include "loadtest/core/arrival_process.h"
+#include "loadtest/core/audio_folder.h"
 #include "loadtest/core/length_profile.h"
+#include "loadtest/core/model_info.h"
 #include "loadtest/core/padding_plan.h"
 #include "loadtest/core/summary.h"
 #include "loadtest/core/workload.h"
 #include "loadtest/kserve/call_proto.h"
-#include "loadtest/kserve/model_info.h"
-#include "loadtest/speech/audio_folder.h"
 
 namespace sluice::loadtest {
 namespace {

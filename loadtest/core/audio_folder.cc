@@ -1,4 +1,4 @@
-#include "loadtest/speech/audio_folder.h"
+#include "loadtest/core/audio_folder.h"
 
 #include <samplerate.h>
 #include <sndfile.h>

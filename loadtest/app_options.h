@@ -1,5 +1,6 @@
 // sluice-loadtest's options, as the command line (loadtest_main.cc) fills them in and the run (app.cc) and each
-// API's driver (api_driver.h) read them.
+// API's driver (core/api_driver.h) read them. Beside app.h rather than in core/, because they name every API's own
+// options (speech/streaming_options.h, generation/generation_plan.h): core/ knows them only by a forward declaration.
 // Thread-safety: a plain struct.
 #pragma once
 
@@ -11,7 +12,7 @@
 #include "loadtest/core/runner.h"
 #include "loadtest/core/sweep.h"
 #include "loadtest/generation/generation_plan.h"
-#include "loadtest/speech/stream_runner.h"
+#include "loadtest/speech/streaming_options.h"
 
 namespace sluice::loadtest {
 

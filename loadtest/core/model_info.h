@@ -1,8 +1,8 @@
-// What the load generator needs to know about a served model, asked from the server over KServe v2 (gRPC or
-// HTTP: ModelMetadata for the input's name, datatype and shape; Triton's ModelConfig for sluice's `kind` and
-// `bucket_lengths` parameters, else the local config.yaml in --model-repository), plus the parsing of a model
-// mix such as "asr_ctc:0.7,text_embed:0.3".
-// Thread-safety: plain values and free functions; the client must outlive the call.
+// What the load generator knows about a served model, whatever API described it (kserve/fetch_model_info.h asks a
+// KServe v2 server; generation/generation_app.h an OpenAI or Triton generation server): the input's name, datatype
+// and shape, the compiled length buckets, the sample rate of speech inputs, the token limits of generation models.
+// Plus the parsing of a model mix such as "asr_ctc:0.7,text_embed:0.3".
+// Thread-safety: plain values and pure functions.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "loadtest/kserve/infer_client.h"
 
 namespace sluice::loadtest {
 
@@ -35,13 +34,6 @@ struct ModelInfo {
     return is_speech() && sample_rate > 0 ? static_cast<double>(length) / sample_rate : 0.0;
   }
 };
-
-// Asks the server. `model_repository` (optional, may be empty) is read for the sample rate of speech inputs,
-// and for the kind and bucket lengths when the server's ModelConfig does not carry them (sluice's REST config
-// route lacks Triton's `parameters`); without a sample rate 16000 is assumed. `max_length_override` > 0 replaces
-// the bucket-derived maximum.
-absl::StatusOr<ModelInfo> FetchModelInfo(InferClient& client, const std::string& model,
-                                         const std::string& model_repository, int64_t max_length_override);
 
 struct ModelShare {
   std::string model;
