@@ -848,18 +848,19 @@ TEST_F(ContinuousBatcherTest, AHungDecodeFailsOnlyItsInstancesSequencesWhileTheO
   EXPECT_EQ(hung->tokens(), decoder_.Greedy(Prompt(4, 1), 2));  // streamed before the hang, and nothing after
   EXPECT_EQ(result.output_tokens, 2);
   EXPECT_EQ(batcher_->InstancesInRotation(), 1);
-  // New sequences avoid the hung instance.
+  EXPECT_EQ(batcher_->Running(), 0);  // the hung sequence's slot was released when it was answered
+  // New sequences avoid the hung instance, while its call still hangs and after it has returned.
   const size_t hung_calls = backend(h).call_count();
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) backend(h).Release();  // its late result is dropped; its engine thread ends
     auto later = Submit(Prompt(6, 20 + i), 3);
     ASSERT_TRUE(later->Wait());
     ExpectReference(*later, Prompt(6, 20 + i), 3);
   }
   EXPECT_EQ(backend(h).call_count(), hung_calls);
-  EXPECT_EQ(batcher_->Running(), 0);  // the hung sequence's slot was released when it was answered
-  backend(h).Release();
   batcher_->Stop();
   EXPECT_EQ(hung->done_calls(), 1);
+  EXPECT_EQ(hung->tokens().size(), 2u);
 }
 
 TEST_F(ContinuousBatcherTest, StopDoesNotWaitForAHungDecodeAndTheLastInstanceGoneFailsTheWaiting) {
