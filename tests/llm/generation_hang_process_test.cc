@@ -149,9 +149,11 @@ TEST_F(GenerationHangProcessTest, AHungDecodeEndsItsStreamWithAnErrorEventAndThe
   EXPECT_TRUE(Succeeded(ok, true)) << ok.status << " " << ok.body;
   // The stream had started (its first token came from the prefill): 200, then the error as an event, then [DONE].
   EXPECT_EQ(hung.status, 200) << hung.body;
-  EXPECT_THAT(hung.body, HasSubstr("data: {\"error\":"));
-  EXPECT_THAT(hung.body, Not(HasSubstr("\"finish_reason\"")));
-  EXPECT_THAT(hung.body, HasSubstr("data: [DONE]"));
+  const size_t error_event = hung.body.find("data: {\"error\":");
+  ASSERT_NE(error_event, std::string::npos) << hung.body;
+  EXPECT_NE(hung.body.rfind("\"text\":", error_event), std::string::npos) << "no text streamed before the error";
+  EXPECT_THAT(hung.body, Not(HasSubstr("\"finish_reason\":\"")));  // text chunks carry null; no finish chunk
+  EXPECT_EQ(hung.body.substr(hung.body.find("\n\n", error_event)), "\n\ndata: [DONE]\n\n");
   ExpectHungStepMessage(hung.body, "hang_stream");
   EXPECT_GE(hung.seconds, kTimeoutMs / 1000.0 - 0.01);  // answered at the timeout, not before
   EXPECT_LT(hung.seconds, 15);
