@@ -7,8 +7,10 @@
 //   prefill:  base_ms + per_sample_us * bucket_length                    (the compiled prompt bucket)
 //   decode:   base_ms + per_sample_us * batch_size * kv_length / 64      (the compiled batch and KV buckets)
 // spent through the injected sleeper before the call returns. Faults (sim: {faults: ...}) are drawn once per
-// Prefill or Decode call as in sim_backend.h (sim_faults.h): Unavailable after gone_after_batches calls,
-// std::runtime_error thrown with probability exception_rate, Internal with probability error_rate.
+// Prefill or Decode call as in sim_backend.h (sim_faults.h): a call that blocks for hang_ms after
+// hang_after_batches calls (the engine's execution_timeout_ms watchdog is what answers it), Unavailable after
+// gone_after_batches calls, std::runtime_error thrown with probability exception_rate, Internal with probability
+// error_rate.
 //
 // Logits contract (other code's tests compute expected tokens from it; SimNextToken implements it):
 //   The sim keeps, per slot, the token id written at each position (0 where nothing was ever written; a slot

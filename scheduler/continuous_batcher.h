@@ -91,8 +91,8 @@ class ContinuousBatcher {
   int SlotsInUse() const;   // == Running(); kept apart for the metric's name
   int TotalSlots() const;   // max_num_seqs (bounded by kv_cache.slots) * instances
   // Instances still running sequences. One whose backend answers Unavailable (its device is gone) or whose call
-  // ran past execution_timeout_ms is taken out for good: its sequences fail UNAVAILABLE and waiting ones go to the others; with none left, waiting and new
-  // requests are answered UNAVAILABLE.
+  // ran past execution_timeout_ms is taken out for good: its sequences fail UNAVAILABLE and waiting ones go to
+  // the others; with none left, waiting and new requests are answered UNAVAILABLE.
   int InstancesInRotation() const;
 
   const ModelConfig& model() const;

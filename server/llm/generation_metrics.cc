@@ -64,6 +64,11 @@ GenerationMetrics::GenerationMetrics(const ModelConfig& config, ServerMetrics* m
                        .Register(r).Add(labels);
   slots_ = &BuildGauge().Name("sluice_generation_kv_slots").Help("KV-cache slots (max_num_seqs x instances)")
                 .Register(r).Add(labels);
+  // The same family as the dynamic batcher's models' (server_metrics.cc): one series per model, either kind.
+  in_rotation_ = &BuildGauge().Name("sluice_instances_in_rotation")
+                      .Help("Instances still given batches (one whose device failed Unavailable or whose batch hung "
+                            "is taken out)")
+                      .Register(r).Add(labels);
   prompt_per_dollar_ = &BuildGauge().Name("sluice_generation_prompt_tokens_per_dollar")
                             .Help("Prompt tokens so far / the model's accelerator cost so far").Register(r)
                             .Add(labels);
@@ -115,6 +120,7 @@ void GenerationMetrics::Refresh(absl::Time now) {
     waiting_->Set(engine_->Waiting());
     slots_in_use_->Set(engine_->SlotsInUse());
     slots_->Set(engine_->TotalSlots());
+    in_rotation_->Set(engine_->InstancesInRotation());
   }
   const double dollars = metrics_->ModelDollarsSoFar(config_, now);
   if (dollars > 0) {

@@ -10,6 +10,8 @@
 //   sluice_generation_step_seconds{model,step}              one prefill graph / one decode step
 //   sluice_generation_decode_rows_total{model}, sluice_generation_decode_padded_rows_total{model}
 //   sluice_execution_timeouts_total{model,instance}        calls past generation.execution_timeout_ms
+//   sluice_instances_in_rotation{model}                     instances still given sequences (a hung call or a
+//                                                          gone device takes its instance out)
 //   sluice_generation_running{model}, sluice_generation_waiting{model}, sluice_generation_kv_slots_in_use{model},
 //   sluice_generation_kv_slots{model}                      live engine state, read at every /metrics render
 //   sluice_generation_prompt_tokens_per_dollar{model}, sluice_generation_output_tokens_per_dollar{model}
@@ -73,6 +75,7 @@ class GenerationMetrics {
   prometheus::Gauge* waiting_ = nullptr;
   prometheus::Gauge* slots_in_use_ = nullptr;
   prometheus::Gauge* slots_ = nullptr;
+  prometheus::Gauge* in_rotation_ = nullptr;
   prometheus::Gauge* prompt_per_dollar_ = nullptr;
   prometheus::Gauge* output_per_dollar_ = nullptr;
 };

@@ -815,6 +815,54 @@ TEST_F(ContinuousBatcherTest, AHungPrefillIsAnsweredAtTheTimeoutAndItsInstanceLe
   EXPECT_EQ(backend(h).call_count(), calls);  // never given another call
 }
 
+// Issue 30: a decode step that hangs on one instance while the other instance is generating. Only the hung
+// instance's sequence fails (after the tokens it already streamed), the other's running sequence is never
+// disturbed and finishes with its reference tokens, and new sequences go to the instance left.
+TEST_F(ContinuousBatcherTest, AHungDecodeFailsOnlyItsInstancesSequencesWhileTheOtherInstanceGoesOnGenerating) {
+  gen().execution_timeout_ms = 1000;
+  Start(2);
+  backend(0).Hold();
+  backend(1).Hold();
+  auto hung = Submit(Prompt(4, 1), 20);
+  ASSERT_TRUE(Eventually([&] { return backend(0).blocked() + backend(1).blocked() == 1; }));
+  const int h = backend(0).blocked() == 1 ? 0 : 1;
+  const int other = 1 - h;
+  auto running = Submit(Prompt(5, 2), 20);  // only the other instance is free to admit it
+  ASSERT_TRUE(Eventually([&] { return backend(other).blocked() == 1; }));
+  // The hung instance runs its prefill and one decode step, then its second decode step (call 3) hangs.
+  backend(h).ReleaseUntilCall(3);
+  ASSERT_TRUE(Eventually([&] { return backend(h).blocked() == 1 && backend(h).call_count() == 3; }));
+  // The other instance generates all 20 tokens meanwhile (20 calls of 5 ms of fake time: within the timeout).
+  backend(other).Release();
+  ASSERT_TRUE(running->Wait());
+  ExpectReference(*running, Prompt(5, 2), 20);
+  EXPECT_FALSE(hung->done()) << "answered before its call ran past the timeout";
+  clock_.Advance(absl::Milliseconds(1000));
+  ASSERT_TRUE(hung->Wait());
+  const GenerationResult result = hung->result();
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(result.finish, FinishReason::kError);
+  EXPECT_THAT(result.status.message(), HasSubstr(absl::StrCat("model fake_llm, decode (batch 1, KV length 16), instance ",
+                                                              h, " (fake decoder)")));
+  EXPECT_THAT(result.status.message(), HasSubstr("the instance is out of rotation"));
+  EXPECT_EQ(hung->tokens(), decoder_.Greedy(Prompt(4, 1), 2));  // streamed before the hang, and nothing after
+  EXPECT_EQ(result.output_tokens, 2);
+  EXPECT_EQ(batcher_->InstancesInRotation(), 1);
+  EXPECT_EQ(batcher_->Running(), 0);  // the hung sequence's slot was released when it was answered
+  // New sequences avoid the hung instance, while its call still hangs and after it has returned.
+  const size_t hung_calls = backend(h).call_count();
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) backend(h).Release();  // its late result is dropped; its engine thread ends
+    auto later = Submit(Prompt(6, 20 + i), 3);
+    ASSERT_TRUE(later->Wait());
+    ExpectReference(*later, Prompt(6, 20 + i), 3);
+  }
+  EXPECT_EQ(backend(h).call_count(), hung_calls);
+  batcher_->Stop();
+  EXPECT_EQ(hung->done_calls(), 1);
+  EXPECT_EQ(hung->tokens().size(), 2u);
+}
+
 TEST_F(ContinuousBatcherTest, StopDoesNotWaitForAHungDecodeAndTheLastInstanceGoneFailsTheWaiting) {
   gen().execution_timeout_ms = 500;
   gen().max_num_seqs = 1;

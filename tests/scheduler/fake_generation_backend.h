@@ -174,6 +174,13 @@ class FakeGenerationBackend final : public GenerationBackend {
     MutexLock lock(&mu_);
     hold_from_call_ = n;
   }
+  // Releases the calls held now and holds again from the n-th call on (one step, no window between the two).
+  void ReleaseUntilCall(size_t n) {
+    MutexLock lock(&mu_);
+    held_ = false;
+    hold_from_call_ = n;
+    released_.SignalAll();
+  }
   // Calls now waiting inside the backend.
   int blocked() const {
     MutexLock lock(&mu_);
