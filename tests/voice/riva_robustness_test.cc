@@ -97,7 +97,9 @@ TEST_F(RivaRobustnessTest, LongRecognizeCallsBeyondTheQueueDepthAreEachAnsweredA
       EXPECT_FLOAT_EQ(outcome.audio_processed, 60.0f);
     } else {
       EXPECT_EQ(outcome.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << outcome.status.error_message();
-      EXPECT_THAT(outcome.status.error_message(), HasSubstr("queue"));
+      // Refused by the batcher's queue, or before that by audio-decode admission (decode_threads +
+      // max_waiting_decodes = 18 < 24 calls): which one depends on how fast the decodes run on this machine.
+      EXPECT_THAT(outcome.status.error_message(), AnyOf(HasSubstr("queue"), HasSubstr("audio decodes in progress")));
     }
   }
   std::printf("%d of %d long calls transcribed, the rest refused as overload\n", ok, kCalls);
