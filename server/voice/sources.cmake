@@ -29,6 +29,7 @@ set(SLUICE_VOICE_SERVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/voice_metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/riva_service.cc
   ${CMAKE_CURRENT_LIST_DIR}/riva_streaming.cc
+  ${CMAKE_CURRENT_LIST_DIR}/openai_transcriptions.cc
   ${CMAKE_CURRENT_LIST_DIR}/decode_executor.cc
 )
 set(SLUICE_VOICE_SOURCES ${SLUICE_VOICE_AUDIO_SOURCES} ${SLUICE_VOICE_TEXT_SOURCES}
