@@ -107,13 +107,14 @@ std::string VerboseJson(const Recognition& r, const TranscriptionRequest& reques
 
 std::string Cues(const Recognition& r, bool vtt) {
   std::string out = vtt ? "WEBVTT\n\n" : "";
-  const std::vector<TranscriptSegment> segments = SegmentsOf(r);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const TranscriptSegment& s = segments[i];
-    if (!vtt) absl::StrAppend(&out, i + 1, "\n");
+  int cue = 0;
+  for (const TranscriptSegment& s : SegmentsOf(r)) {
+    const std::string text = CueText(s.text);
+    if (text.empty()) continue;  // an empty cue line would read as the cue's end
+    if (!vtt) absl::StrAppend(&out, ++cue, "\n");
     const std::string start = vtt ? VttTimestamp(s.start_ms) : SrtTimestamp(s.start_ms);
     const std::string end = vtt ? VttTimestamp(s.end_ms) : SrtTimestamp(s.end_ms);
-    absl::StrAppend(&out, start, " --> ", end, "\n", CueText(s.text), "\n\n");
+    absl::StrAppend(&out, start, " --> ", end, "\n", text, "\n\n");
   }
   return out;
 }

@@ -201,6 +201,11 @@ TEST(TranscriptionFormatTest, EmptyTranscriptAndTextWithoutSegments) {
   unsegmented.audio_seconds = 2.25;
   EXPECT_EQ(FormatTranscription(unsegmented, Asking(TranscriptFormat::kSrt)).body,
             "1\n00:00:00,000 --> 00:00:02,250\nfive six\n\n");
+  // A blank segment makes no cue (its empty line would end the cue early), and numbering stays consecutive.
+  Recognition blank = TwoSegments();
+  blank.segments.insert(blank.segments.begin(), {.start_ms = 0, .end_ms = 10, .text = " \n "});
+  EXPECT_EQ(FormatTranscription(blank, Asking(TranscriptFormat::kSrt)).body,
+            "1\n00:00:00,000 --> 00:00:01,000\none two\n\n2\n01:02:03,004 --> 01:02:03,456\nthree\n\n");
 }
 
 TEST(TranscriptionFormatTest, InvalidUtf8IsReplacedSoJsonStaysValid) {
