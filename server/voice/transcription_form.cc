@@ -69,6 +69,9 @@ absl::StatusOr<TranscriptionRequest> DecodeTranscriptionForm(const MultipartForm
   for (const MultipartPart& part : form.parts) {
     const std::string& name = part.name;
     const std::string_view value = part.data;
+    if (name.empty()) {  // no field to name in the error's param: the message says it
+      return absl::InvalidArgumentError("a form part has an empty name (Content-Disposition name=\"\")");
+    }
     const bool repeatable = name == "timestamp_granularities[]" || name == "timestamp_granularities";
     if (!repeatable && !seen.insert(name).second) {
       return Refuse(name, absl::StrCat("field '", name.substr(0, kMaxShortField), "' is given more than once"));

@@ -95,6 +95,8 @@ TEST(TranscriptionFormTest, RefusesEachBadFieldByName) {
       {FormWith({Field("chunking_strategy", "auto")}), "chunking_strategy", "unknown field 'chunking_strategy'"},
       {FormWith({Field("model", std::string(300, 'm'))}), "model", "longer than 256 bytes"},
   };
+  absl::StatusOr<TranscriptionRequest> unnamed = DecodeTranscriptionForm(FormWith({Field("", "x")}));
+  EXPECT_THAT(unnamed.status().message(), HasSubstr("empty name"));
   for (Case& c : cases) {
     absl::StatusOr<TranscriptionRequest> r = DecodeTranscriptionForm(c.form);
     ASSERT_FALSE(r.ok()) << c.message;
