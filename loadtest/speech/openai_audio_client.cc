@@ -43,9 +43,8 @@ absl::StatusOr<std::string> DecodeTranscriptionText(const std::string& body) {
   rapidjson::Document doc;
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return absl::DataLossError("the answer is not a JSON object");
-  auto text = doc.FindMember("text");
-  if (text == doc.MemberEnd() || !text->value.IsString()) return absl::DataLossError("the answer has no \"text\"");
-  return std::string(text->value.GetString(), text->value.GetStringLength());
+  if (!doc.HasMember("text") || !doc["text"].IsString()) return absl::DataLossError("the answer has no \"text\"");
+  return std::string(doc["text"].GetString(), doc["text"].GetStringLength());
 }
 
 OpenAiAudioClient::OpenAiAudioClient(const ClientOptions& options,
