@@ -9,9 +9,11 @@
 3. bad requests, each a 4xx OpenAI error object naming the problem, the server serving after each: no file, a bad
    boundary, an unknown model (404 naming asr_digits), an unknown field, word timestamps without verbose_json, a
    temperature the greedy model refuses, stream=true, raw PCM bytes as the file;
-4. /metrics counts the answers under api="openai".
+4. 16 transcriptions at once, each equal to its clip's Riva transcript;
+5. /metrics counts the answers under api="openai".
 """
 import argparse
+import concurrent.futures
 import pathlib
 import re
 import sys
@@ -155,6 +157,16 @@ def check_refusals(client, http: str, wav: bytes):
     print(f"refusals: 5 through the openai client, {len(cases)} raw, each a 4xx naming the problem; served after each")
 
 
+def check_concurrent(client, asr, clips):
+    """16 transcriptions at once (they share the decode executor and batch in the model): each its own text."""
+    expected = {path.name: riva_transcript(asr, path.read_bytes()) for path in clips}
+    with concurrent.futures.ThreadPoolExecutor(len(clips)) as pool:
+        got = dict(pool.map(lambda p: (p.name, client.audio.transcriptions.create(
+            model=MODEL, file=(p.name, p.read_bytes())).text), clips))
+    assert got == expected, (got, expected)
+    print(f"concurrent: {len(clips)} transcriptions at once, each equal to its Riva transcript")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", required=True)
@@ -179,6 +191,7 @@ def main() -> int:
     assert wer <= args.max_wer, f"WER {wer} above {args.max_wer}"
 
     check_refusals(client, args.http, clips[0].read_bytes())
+    check_concurrent(client, asr, clips[:16])
 
     with urllib.request.urlopen(f"http://{args.http}/metrics", timeout=10) as response:
         metrics = response.read().decode()
