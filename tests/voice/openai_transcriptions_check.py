@@ -10,12 +10,15 @@
    boundary, an unknown model (404 naming asr_digits), an unknown field, word timestamps without verbose_json, a
    temperature the greedy model refuses, stream=true, raw PCM bytes as the file;
 4. 16 transcriptions at once, each equal to its clip's Riva transcript;
-5. /metrics counts the answers under api="openai".
+5. a client that disconnects mid-recognition (--slow-model: 1.5 s per window) has its recognition cancelled
+   (counted as code 1, CANCELLED) while the server keeps serving;
+6. /metrics counts the answers under api="openai".
 """
 import argparse
 import concurrent.futures
 import pathlib
 import re
+import socket
 import sys
 import time
 import urllib.error
@@ -167,12 +170,37 @@ def check_concurrent(client, asr, clips):
     print(f"concurrent: {len(clips)} transcriptions at once, each equal to its Riva transcript")
 
 
+def metric(http: str, pattern: str):
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as response:
+        match = re.search(pattern, response.read().decode())
+    return int(float(match.group(1))) if match else 0
+
+
+def check_client_gone(client, http: str, slow_model: str, wav: bytes):
+    """A raw request to the slow model, its socket closed while the recognition runs."""
+    cancelled = rf'sluice_voice_requests_total{{api="openai",code="1",model="{slow_model}"}} (\S+)'
+    before = metric(http, cancelled)
+    body = form([("file", wav, "a.wav"), ("model", slow_model.encode(), None)])
+    host, port = http.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {http}\r\nContent-Type: multipart/form-data; "
+                  f"boundary=b0undary\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(0.4)  # decoded and queued: the 1.5 s window runs
+    deadline = time.monotonic() + 10
+    while metric(http, cancelled) <= before:
+        assert time.monotonic() < deadline, "the disconnected client's recognition was not cancelled"
+        time.sleep(0.1)
+    assert client.audio.transcriptions.create(model=MODEL, file=("a.wav", wav)).text is not None
+    print("client gone: its recognition cancelled (code 1 counted), the server serving")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", required=True)
     parser.add_argument("--grpc", required=True)
     parser.add_argument("--heldout", required=True, type=pathlib.Path)
     parser.add_argument("--max-wer", required=True, type=float)
+    parser.add_argument("--slow-model", required=True, help="a speech model slow enough to disconnect from")
     args = parser.parse_args()
     client = openai.OpenAI(base_url=f"http://{args.http}/v1", api_key="not-checked", max_retries=0, timeout=60)
     asr = riva.client.ASRService(riva.client.Auth(uri=args.grpc))
@@ -192,6 +220,7 @@ def main() -> int:
 
     check_refusals(client, args.http, clips[0].read_bytes())
     check_concurrent(client, asr, clips[:16])
+    check_client_gone(client, args.http, args.slow_model, clips[0].read_bytes())
 
     with urllib.request.urlopen(f"http://{args.http}/metrics", timeout=10) as response:
         metrics = response.read().decode()
