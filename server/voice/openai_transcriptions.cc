@@ -126,11 +126,10 @@ class TranscriptionCall : public std::enable_shared_from_this<TranscriptionCall>
       recognition = std::move(recognition_);
     }
     const ModelConfig& config = voice_->config();
-    if (result.ok() && request_.word_timestamps && !result->word_times) {
-      result = WithRequestField(
-          absl::InvalidArgumentError(absl::StrCat("'timestamp_granularities[]' word is not supported by model '",
-                                                  config.name, "': its recognizer gives no word times (use segment)")),
-          "timestamp_granularities[]");
+    if (result.ok()) {
+      if (absl::Status answerable = CheckAnswerable(*result, request_, config.name); !answerable.ok()) {
+        result = answerable;
+      }
     }
     if (!result.ok()) {
       metrics_->RecordAnswer(config, VoiceApi::kOpenAi, static_cast<int>(result.status().code()));

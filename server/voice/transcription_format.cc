@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "backend/base/status_mapping.h"
 #include "server/llm/frontend/openai_codec.h"
 
 namespace sluice::voice {
@@ -120,6 +121,16 @@ std::string Cues(const Recognition& r, bool vtt) {
 }
 
 }  // namespace
+
+absl::Status CheckAnswerable(const Recognition& recognition, const TranscriptionRequest& request,
+                             std::string_view model) {
+  if (!request.word_timestamps || recognition.word_times) return absl::OkStatus();
+  return WithRequestField(
+      absl::InvalidArgumentError(absl::StrCat("'timestamp_granularities[]' word is not supported by model '",
+                                              absl::string_view(model.data(), model.size()),
+                                              "': its recognizer gives no word times (use segment)")),
+      "timestamp_granularities[]");
+}
 
 std::string SrtTimestamp(int64_t ms) { return Timestamp(ms, ','); }
 std::string VttTimestamp(int64_t ms) { return Timestamp(ms, '.'); }

@@ -14,6 +14,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
 
 #include "server/voice/recognizer.h"
 #include "server/voice/transcription_form.h"
@@ -25,7 +28,12 @@ struct TranscriptionBody {
   std::string body;
 };
 
-// REQUIRES: `recognition.word_times` when request.word_timestamps (the service refuses the request otherwise).
+// OK when `recognition` can answer `request`; InvalidArgument naming timestamp_granularities[] (attached as the
+// error's field) when word times were asked for and `model`'s recognizer gave none.
+absl::Status CheckAnswerable(const Recognition& recognition, const TranscriptionRequest& request,
+                             std::string_view model);
+
+// REQUIRES: CheckAnswerable(recognition, request, ...) is OK.
 // `request.options.language` stands in for the recognition's language when the recognizer gives none.
 TranscriptionBody FormatTranscription(const Recognition& recognition, const TranscriptionRequest& request);
 

@@ -210,6 +210,18 @@ TEST(TranscriptionFormatTest, EmptyTranscriptAndTextWithoutSegments) {
             "1\n00:00:00,000 --> 00:00:01,000\none two\n\n2\n01:02:03,004 --> 01:02:03,456\nthree\n\n");
 }
 
+TEST(TranscriptionFormatTest, WordTimesAskedOfARecognizerWithoutThemAreRefusedByName) {
+  Recognition segments_only = TwoSegments();
+  segments_only.word_times = false;
+  const TranscriptionRequest words = Asking(TranscriptFormat::kVerboseJson, true, false);
+  absl::Status refused = CheckAnswerable(segments_only, words, "whisper_base");
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_EQ(RequestField(refused), "timestamp_granularities[]");
+  EXPECT_THAT(refused.message(), HasSubstr("model 'whisper_base'"));
+  EXPECT_TRUE(CheckAnswerable(segments_only, Asking(TranscriptFormat::kVerboseJson, false, true), "m").ok());
+  EXPECT_TRUE(CheckAnswerable(TwoSegments(), words, "m").ok());
+}
+
 TEST(TranscriptionFormatTest, InvalidUtf8IsReplacedSoJsonStaysValid) {
   Recognition r;
   r.transcript.text = "ok\xff";
