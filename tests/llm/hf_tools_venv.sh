@@ -24,7 +24,7 @@ PY
     rm -rf "$venv"
     /usr/bin/python3 -m venv --system-site-packages "$venv" ||
       fail "'/usr/bin/python3 -m venv' failed (Debian's python3 needs python3-venv: deploy/install-deps.sh)"
-    (cd "$here" && timeout 600 "$venv/bin/pip" install --disable-pip-version-check -q -r "$requirements") ||
+    (cd "$here" && timeout 600 "$venv/bin/pip" install --disable-pip-version-check -q --require-hashes -r "$requirements") ||
       fail "pip could not install $requirements"
     "$venv/bin/python" -c 'import torch, transformers, gguf, safetensors' ||
       fail "the venv's packages do not import with this torch"
