@@ -19,6 +19,7 @@
 #include "server/core/serving_state.h"
 #include "server/llm/embedding_model.h"
 #include "tests/scheduler/holdable_backend.h"
+#include "tests/server/completions.h"
 
 namespace sluice {
 namespace {
@@ -94,36 +95,8 @@ class FirstTokenBackend final : public testing::HoldableBackend {
   std::vector<int64_t> ran_ ABSL_GUARDED_BY(mu_);
 };
 
-// The one answer of an Embed call (it may come on any thread, after the test body's locals are gone).
-class Answer {
- public:
-  static EmbeddingCompletion For(const std::shared_ptr<Answer>& answer) {
-    return [answer](absl::StatusOr<EmbeddingResult> result) {
-      MutexLock lock(&answer->mu_);
-      answer->results_.push_back(std::move(result));
-      answer->cv_.SignalAll();
-    };
-  }
-  bool Wait() {
-    const absl::Time give_up = absl::Now() + absl::Seconds(10);
-    MutexLock lock(&mu_);
-    while (results_.empty() && absl::Now() < give_up) cv_.WaitUntil(&mu_, give_up);
-    return !results_.empty();
-  }
-  size_t count() {
-    MutexLock lock(&mu_);
-    return results_.size();
-  }
-  absl::StatusOr<EmbeddingResult> first() {
-    MutexLock lock(&mu_);
-    return results_.at(0);
-  }
-
- private:
-  Mutex mu_;
-  CondVar cv_;
-  std::vector<absl::StatusOr<EmbeddingResult>> results_ ABSL_GUARDED_BY(mu_);
-};
+// The answers of one Embed call (it may come on any thread, after the test body's locals are gone).
+using Answer = testing::Completions<absl::StatusOr<EmbeddingResult>>;
 
 class EmbeddingModelTest : public ::testing::Test {
  protected:
@@ -149,7 +122,7 @@ class EmbeddingModelTest : public ::testing::Test {
   }
 
   std::shared_ptr<Answer> Embed(std::vector<std::string> texts, EmbeddingHandle* handle = nullptr) {
-    auto answer = std::make_shared<Answer>();
+    std::shared_ptr<Answer> answer = Answer::Make();
     EmbeddingHandle h = model_->Embed(EmbeddingCall{std::move(texts)}, Answer::For(answer));
     if (handle != nullptr) *handle = h;
     return answer;
@@ -170,7 +143,7 @@ class EmbeddingModelTest : public ::testing::Test {
 
 TEST_F(EmbeddingModelTest, AnswersEveryInputsVectorInInputOrder) {
   std::shared_ptr<Answer> answer = Embed({"w3 w1", "w7", "w5 w5 w5"});
-  ASSERT_TRUE(answer->Wait());
+  ASSERT_TRUE(answer->WaitForOne(absl::Seconds(10)));
   ASSERT_TRUE(answer->first().ok()) << answer->first().status();
   const EmbeddingResult result = *answer->first();
   EXPECT_THAT(result.vectors, ElementsAre(ElementsAre(3, 2), ElementsAre(7, 1), ElementsAre(5, 3)));
@@ -188,7 +161,7 @@ TEST_F(EmbeddingModelTest, CancelWithdrawsTheQueuedRowsWhileTheRunningRowFinishe
   EXPECT_EQ(served_->scheduler().QueueDepth(), 0) << "the queued rows left the queue at once";
   EXPECT_EQ(answer->count(), 0u) << "the call waits for its running row";
   backend_.Release();
-  ASSERT_TRUE(answer->Wait());
+  ASSERT_TRUE(answer->WaitForOne(absl::Seconds(10)));
   EXPECT_EQ(answer->first().status().code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(backend_.ran(), ElementsAre(1)) << "only the row that was running when the client left ran";
   handle.Cancel();  // after the answer: harmless
@@ -196,7 +169,7 @@ TEST_F(EmbeddingModelTest, CancelWithdrawsTheQueuedRowsWhileTheRunningRowFinishe
 
   // The model serves on.
   std::shared_ptr<Answer> next = Embed({"w4"});
-  ASSERT_TRUE(next->Wait());
+  ASSERT_TRUE(next->WaitForOne(absl::Seconds(10)));
   ASSERT_TRUE(next->first().ok()) << next->first().status();
   EXPECT_THAT(next->first()->vectors, ElementsAre(ElementsAre(4, 1)));
 }
@@ -210,10 +183,10 @@ TEST_F(EmbeddingModelTest, ACallCancelledAsItIsTokenizedNeverRunsAndAnswersCance
   EmbeddingHandle handle;
   std::shared_ptr<Answer> answer = Embed({"w1", "w2", "w3", "w4"}, &handle);
   handle.Cancel();
-  ASSERT_TRUE(answer->Wait());
+  ASSERT_TRUE(answer->WaitForOne(absl::Seconds(10)));
   EXPECT_EQ(answer->first().status().code(), absl::StatusCode::kCancelled);
   backend_.Release();
-  ASSERT_TRUE(blocker->Wait());
+  ASSERT_TRUE(blocker->WaitForOne(absl::Seconds(10)));
   EXPECT_TRUE(blocker->first().ok()) << blocker->first().status();
   model_->WaitForSubmitted();
   EXPECT_EQ(served_->scheduler().QueueDepth(), 0);
@@ -222,7 +195,7 @@ TEST_F(EmbeddingModelTest, ACallCancelledAsItIsTokenizedNeverRunsAndAnswersCance
 }
 
 TEST_F(EmbeddingModelTest, ARefusedCallHasAnEmptyHandle) {
-  auto answer = std::make_shared<Answer>();
+  std::shared_ptr<Answer> answer = Answer::Make();
   EmbeddingHandle handle = model_->Embed(absl::InvalidArgumentError("bad body"), Answer::For(answer));
   ASSERT_EQ(answer->count(), 1u);  // on the caller's thread
   EXPECT_EQ(answer->first().status().code(), absl::StatusCode::kInvalidArgument);
