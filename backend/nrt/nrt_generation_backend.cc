@@ -164,6 +164,11 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateNrtGenerationBackend(co
   if (!options.model->generation) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
   }
+  if (options.model->generation->chunked_prefill()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", options.model->name, ": runtime nrt has no prefill chunk NEFFs yet; remove ",
+        "generation.prefill_chunk_lengths (whole prefills)"));
+  }
   SLUICE_ASSIGN_OR_RETURN(int vnc, NrtReplicaVnc(options));
   SLUICE_ASSIGN_OR_RETURN(NeffManifest manifest, LoadNeffManifest(*options.model));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<NrtLibrary> library, NrtLibrary::Acquire(options.group.neuron_library));
