@@ -232,19 +232,23 @@ TEST_F(ChunkedPrefillTest, TheFirstChunkRunsEvenWhenDecodeRowsUseTheWholeBudget)
   gen().prefill_chunk_lengths = {4, 8};
   gen().iteration_token_budget = 2;  // two decode rows spend it all
   Start();
-  auto a = SubmitHeld(Prompt(3, 1), 10);
-  auto b = Submit(Prompt(3, 2), 10);
-  backend_->Release();
-  ASSERT_TRUE(Eventually([&] { return backend_->call_count() >= 3; }));
+  auto a = SubmitHeld(Prompt(3, 1), 30);
+  auto b = Submit(Prompt(3, 2), 30);
   auto long_prompt = Submit(Prompt(20, 3), 2);
+  backend_->Release();
   for (auto& x : {a, b, long_prompt}) ASSERT_TRUE(x->Wait());
   ExpectReference(*long_prompt, Prompt(20, 3), 2);
+  // a's chunk; then b's whole prompt after a's decode; then every iteration a decode of both and one chunk.
+  EXPECT_THAT(TraceHead(14), ElementsAre("C3", "D1", "C3", "D2", "C4", "D2", "C4", "D2", "C4", "D2", "C4", "D2", "C4",
+                                         "D3"));
   // Every chunk of the long prompt is the smallest (4 tokens), one per iteration, each after a decode step.
   const std::vector<std::string> trace = Trace();
+  const std::vector<BackendCall> calls = backend_->calls();
+  const std::vector<int32_t> prompt = Prompt(20, 3);
   int chunks = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (trace[i] != "C4" || backend_->calls()[i].prompt != std::vector<int32_t>(Prompt(20, 3).begin() + chunks * 4,
-                                                                                Prompt(20, 3).begin() + chunks * 4 + 4)) {
+    if (chunks == 5 || trace[i] != "C4" ||
+        calls[i].prompt != std::vector<int32_t>(prompt.begin() + chunks * 4, prompt.begin() + chunks * 4 + 4)) {
       continue;
     }
     ++chunks;
@@ -325,14 +329,15 @@ TEST_F(ChunkedPrefillTest, AFailedChunkFailsItsSequenceOnlyAndOthersGoOn) {
 TEST_F(ChunkedPrefillTest, ManyInterleavedPromptsAllGetTheirSingleSequenceTokens) {
   gen().prefill_chunk_lengths = {4, 8};
   gen().iteration_token_budget = 12;
+  gen().max_queue_size = 16;
   Start();
-  const int lengths[] = {30, 3, 17, 8, 25, 1, 12, 40};
-  const int max_tokens[] = {6, 20, 9, 12, 4, 15, 7, 5};
+  const int lengths[] = {1, 30, 3, 17, 8, 25, 1, 12, 32};
+  const int max_tokens[] = {60, 6, 20, 9, 12, 4, 15, 7, 5};  // the first runs throughout: every iteration decodes
   std::vector<std::shared_ptr<Answer>> answers;
   backend_->Hold();
-  for (int i = 0; i < 8; ++i) answers.push_back(Submit(Prompt(lengths[i], i), max_tokens[i]));
+  for (int i = 0; i < 9; ++i) answers.push_back(Submit(Prompt(lengths[i], i), max_tokens[i]));
   backend_->Release();
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 9; ++i) {
     ASSERT_TRUE(answers[i]->Wait());
     SCOPED_TRACE(i);
     ExpectReference(*answers[i], Prompt(lengths[i], i), max_tokens[i]);
