@@ -79,7 +79,7 @@ instances: [{count: 1, device: sim}]
 sim: {base_ms: 10, per_sample_us: 200}
 EOF
   else
-    cp -a "$ROOT/build/models/llama_tiny" "$dir/"
+    mkdir -p "$dir" && cp -a "$ROOT/build/models/llama_tiny" "$dir/"
     sed -i '/^  prefill_chunk_lengths:/d; /^  iteration_token_budget:/d; /^  decode_first:/d' \
       "$dir/llama_tiny/config.yaml"
   fi
@@ -96,9 +96,9 @@ if [[ $MODEL == sim ]]; then NAME=llm_sim LONG=1024; else NAME=llama_tiny LONG=1
 [[ $MODEL == sim ]] || [[ -f $ROOT/build/models/llama_tiny/graphs/prefill_chunk_c128_k256.pt ]] ||
   { echo "build/models/llama_tiny has no chunk graphs: re-export it (backend/compile/llama_export.py)" >&2; exit 2; }
 
-streams() {  # streams OUT.json: 15 closed-loop streams, 64-token prompts, 128 output tokens
+streams() {  # streams OUT.json: 15 closed-loop streams, 64-token prompts, 96-160 output tokens (so they end apart)
   "$LOADTEST" --no-progress --api openai -m "$NAME" -u "$HTTP" --model-repository "$WORK/repo-$CONFIG" \
-    --prompt-tokens fixed:64 --output-tokens fixed:128 -c 15 -d "$DURATION" --warmup "$WARMUP" --seed 1 \
+    --prompt-tokens fixed:64 --output-tokens uniform:96-160 -c 15 -d "$DURATION" --warmup "$WARMUP" --seed 1 \
     --json "$1" > "${1%.json}.txt" 2>&1
 }
 long_prompts() {  # long_prompts OUT.json: one long prompt every INTERVAL s, max_tokens 1
