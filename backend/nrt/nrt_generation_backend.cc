@@ -150,6 +150,11 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateNrtGenerationBackend(co
   if (!options.model->generation) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
   }
+  if (options.model->generation->chunked_prefill()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", options.model->name, ": runtime nrt has no prefill chunk NEFFs yet; remove ",
+        "generation.prefill_chunk_lengths (whole prefills)"));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<NeffInstance> instance, NeffInstance::Create(options));
   auto backend = std::make_unique<NrtGenerationBackend>(options, std::move(instance));
   SLUICE_RETURN_IF_ERROR(backend->Load(options.warmup_runs));
