@@ -241,7 +241,12 @@ def check(model_dir: str, rtol: float, atol: float, same_as: str) -> bool:
             k, v = m.new_cache()
             m.prefill(prompt, 1, k, v)
             k2, v2 = k.clone(), v.clone()
-            if name.startswith("prefill"):
+            if name.startswith("prefill_chunk_c"):  # (tokens[1, C], start, length, slot): the prompt's first chunk
+                c = int(name.split("_")[2][1:])
+                real = prompt[:c]
+                args = (torch.tensor([real + [0] * (c - len(real))]), torch.tensor([0]), torch.tensor([len(real)]),
+                        torch.tensor([4]))
+            elif name.startswith("prefill"):
                 args = (torch.tensor([prompt + [0] * (int(name[9:]) - n)]), torch.tensor([n]), torch.tensor([4]))
             else:
                 b = int(name.split("_")[1][1:])
