@@ -17,6 +17,7 @@
 #include "server/hub/model_hub.h"
 #include "server/voice/decode_executor.h"
 #include "server/voice/riva_streaming.h"
+#include "server/voice/stream_engines.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
 
@@ -37,6 +38,9 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   absl::Status CheckDefaultModel();
   // Waits until no decode runs (after the gRPC server has shut down, before the models go).
   void WaitForDecodes() { decodes_.WaitIdle(); }
+  // The cache-aware models' stream engines: the server publishes them with its models (StreamingRecognize).
+  StreamEngines& stream_engines() { return stream_engines_; }
+  VoiceMetrics& voice_metrics() { return metrics_; }
 
   grpc::ServerUnaryReactor* Recognize(grpc::CallbackServerContext* context,
                                       const nvidia::riva::asr::RecognizeRequest* request,
@@ -53,6 +57,7 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   const VoiceConfig config_;
   VoiceModels models_;
   VoiceMetrics metrics_;
+  StreamEngines stream_engines_;
   DecodeExecutor decodes_;
 };
 
