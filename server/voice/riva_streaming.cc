@@ -109,9 +109,15 @@ class StreamingReactor final
  private:
   // OnDone's work: may delete the reactor.
   void EndStream() {
-    // The stream's slot goes back first: a chunk of it still queued completes now (a hold of its own), and the
-    // slot is reused once no step runs it.
-    if (engine_ != nullptr && slot_ >= 0) engine_->ReleaseSlot(slot_);
+    // The stream's slot, unless Finish gave it back already: a chunk of it still queued completes now (a hold of
+    // its own), and the slot is reused once no step runs it.
+    bool release_slot;
+    {
+      MutexLock lock(&mu_);
+      release_slot = slot_held_;
+      slot_held_ = false;
+    }
+    if (release_slot) engine_->ReleaseSlot(slot_);
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
     AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
@@ -160,6 +166,7 @@ class StreamingReactor final
       if (!slot.ok()) return FailLocked(ToGrpcStatus(slot.status()));
       engine_ = engine;
       slot_ = *slot;
+      slot_held_ = true;
     }
     voice_ = *voice;
     word_times_ = config.config().enable_word_time_offsets();
@@ -507,6 +514,13 @@ class StreamingReactor final
     const bool complete = session_ && session_->finished() && !window_running_;
     if (!failure_ && !complete) return;
     finishing_ = true;
+    // The slot goes back before the client hears the end, so a client that opens its next stream at once finds
+    // it free. Only with no chunk of the stream in the engine: ReleaseSlot would complete a queued one here, under
+    // mu_ (EndStream releases it then).
+    if (slot_held_ && !window_running_) {
+      engine_->ReleaseSlot(slot_);
+      slot_held_ = false;
+    }
     const grpc::Status status = failure_.value_or(grpc::Status::OK);
     finish_code_ = static_cast<int>(status.error_code());
     SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
@@ -529,6 +543,7 @@ class StreamingReactor final
   // Likewise (set with voice_ for a model with a stream engine): the engine and the stream's slot in it.
   StreamEngine* engine_ = nullptr;
   int slot_ = -1;
+  bool slot_held_ ABSL_GUARDED_BY(mu_) = false;  // slot_ not yet given back
   bool word_times_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);
   // Used under mu_, except by an offloaded decode while decoding_ (no read is outstanding then, so nothing else

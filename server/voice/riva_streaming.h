@@ -30,7 +30,9 @@
 // threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
 // the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit and Withdraw are, since they only
-// queue (or unqueue) the operation.
+// queue (or unqueue) the operation. The stream engine's AcquireSlot, and ReleaseSlot while none of the stream's
+// chunks is queued, are called under it (the engine's lock is a leaf); Submit, and ReleaseSlot otherwise (it may
+// complete the queued chunk, whose completion takes mu_), never are.
 #pragma once
 
 #include "absl/time/time.h"
