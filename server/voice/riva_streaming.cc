@@ -426,8 +426,8 @@ class StreamingReactor final
       ReleaseHold();
       return;
     }
-    metrics_->RecordComputed(voice_->model.config(), VoiceApi::kStreaming,
-                             static_cast<double>(window.end - window.start) / voice_->model.sample_rate());
+    metrics_->RecordComputed(voice_->model->config(), VoiceApi::kStreaming,
+                             static_cast<double>(window.end - window.start) / voice_->model->sample_rate());
     InferHandle handle =
         voice_->model->Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
