@@ -63,6 +63,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
   for (auto& config : configs) {
     LoadedModel model;
     const auto start = std::chrono::steady_clock::now();
+    SLUICE_ASSIGN_OR_RETURN(std::optional<StreamStepOptions> stream_step, LoadStreamStepOptions(*config));
     for (const InstanceGroup& group : config->instances) {
       for (int replica = 0; replica < group.count; ++replica) {
         const size_t replicas = model.instances.size() + model.generation_instances.size();
@@ -79,6 +80,11 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
         } else {
           SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(instance));
           model.instances.push_back(std::move(backend));
+          if (stream_step) {
+            SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<StreamStepBackend> stream,
+                                    StreamStepBackend::Create(instance, *stream_step));
+            model.stream_instances.push_back(std::move(stream));
+          }
         }
       }
     }
@@ -93,6 +99,7 @@ ModelMemory MemoryOf(const LoadedModel& model) {
   std::vector<InstanceMemory> instances;
   for (const auto& instance : model.instances) instances.push_back(instance->memory());
   for (const auto& instance : model.generation_instances) instances.push_back(instance->memory());
+  for (const auto& instance : model.stream_instances) instances.push_back(instance->memory());
   return SumInstanceMemory(instances);
 }
 

@@ -1,6 +1,7 @@
 // Loads a model repository: every subdirectory holding a config.yaml is a model; each model's instance groups
 // are created (count replicas each) with every bucket graph loaded and warmed (for kind generation: GenerationBackends
-// with every prefill and decode graph warmed and the KV cache allocated). Any error refuses the whole
+// with every prefill and decode graph warmed and the KV cache allocated; a speech model with speech.stream_step
+// also gets a StreamStepBackend per instance, its stream_step graphs warmed and its state slots allocated). Any error refuses the whole
 // repository, so a server never starts half-configured.
 // Thread-safety: immutable after Load(); the Backend instances themselves follow backend.h's contract.
 #pragma once
@@ -13,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 #include "backend/generation_backend.h"
+#include "backend/stream_step_backend.h"
 #include "backend/base/model_config.h"
 
 namespace sluice {
@@ -21,6 +23,8 @@ struct LoadedModel {
   std::unique_ptr<ModelConfig> config;  // heap-held: instances keep a pointer to it
   std::vector<std::unique_ptr<Backend>> instances;  // empty for kind generation
   std::vector<std::unique_ptr<GenerationBackend>> generation_instances;  // kind generation only
+  // A speech model with speech.stream_step: one per instance as well, beside `instances` (same weights, bound once).
+  std::vector<std::unique_ptr<StreamStepBackend>> stream_instances;
   double load_seconds = 0;  // wall time to create every instance (load + warm)
 };
 

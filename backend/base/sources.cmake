@@ -8,6 +8,7 @@ set(SLUICE_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/server_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/cost.cc
   ${CMAKE_CURRENT_LIST_DIR}/speech_config.cc
+  ${CMAKE_CURRENT_LIST_DIR}/stream_step_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/embedding_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/status_mapping.cc

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
+#include "backend/base/stream_step_config.h"
 
 namespace sluice {
 namespace {
@@ -44,7 +45,7 @@ absl::StatusOr<StreamingSpeechOptions> ParseStreaming(const YamlNode& node) {
 absl::StatusOr<SpeechOptions> ParseSpeechOptions(const YamlNode& node) {
   SLUICE_RETURN_IF_ERROR(node.ExpectMap());
   SLUICE_RETURN_IF_ERROR(node.CheckKeys({"vocabulary", "blank", "word_separator", "frame_samples", "output",
-                                         "max_audio_seconds", "long_audio_overlap_ms", "streaming"}));
+                                         "max_audio_seconds", "long_audio_overlap_ms", "streaming", "stream_step"}));
   SpeechOptions options;
   SLUICE_ASSIGN_OR_RETURN(YamlNode vocabulary, node.Required("vocabulary"));
   SLUICE_ASSIGN_OR_RETURN(std::vector<YamlNode> symbols, vocabulary.AsSequence());
@@ -81,6 +82,10 @@ absl::StatusOr<SpeechOptions> ParseSpeechOptions(const YamlNode& node) {
   }
   if (auto streaming = node.Optional("streaming")) {
     SLUICE_ASSIGN_OR_RETURN(options.streaming, ParseStreaming(*streaming));
+  }
+  if (auto stream_step = node.Optional("stream_step")) {
+    // Checked here (file:line errors at load); the stream engine reads it with LoadStreamStepOptions.
+    SLUICE_RETURN_IF_ERROR(ParseStreamStepOptions(*stream_step, options.frame_samples).status());
   }
   return options;
 }

@@ -37,6 +37,9 @@ class ModelSpec:
         default_factory=lambda: {"max_queue_delay_ms": 5, "max_queue_size": 256})
     speech: Optional[Dict] = None   # kind speech: the config's speech: section (vocabulary, frame_samples, ...)
     embedding: Optional[Dict] = None  # kind text: the config's embedding: section (tokenizer, output)
+    # More graphs beside the bucket graphs (a streaming model's stream_step_b<B>.pt):
+    # export_extra(model, model_dir, target, weight_names, weights), weight_names None for graph format 1.
+    export_extra: Optional[Callable] = None
 
     @property
     def has_variable_output(self) -> bool:
@@ -234,6 +237,9 @@ def export_model(spec: ModelSpec, out_dir: str, target: str, reference_cases: in
                 torch.jit.save(graph, path)
                 print(f"[{spec.name}]   {'b%d_l%d.pt' % (b, length):<16} {time.monotonic() - t0:6.2f} s  "
                       f"{os.path.getsize(path) / 2**20:6.1f} MiB", flush=True)
+        if spec.export_extra is not None:
+            with torch.no_grad():
+                spec.export_extra(model, tmp, target, names, weights)
         t0 = time.monotonic()
         write_reference(model, spec, reference_cases, os.path.join(tmp, "reference.pt"))
         print(f"[{spec.name}]   reference.pt ({reference_cases} cases) {time.monotonic() - t0:6.2f} s")

@@ -22,11 +22,12 @@ class WeightsAsInputs(torch.nn.Module):
     under the tracer in torch 1.13).
     """
 
-    def __init__(self, module: torch.nn.Module, names: List[str], n_inputs: int):
+    def __init__(self, module: torch.nn.Module, names: List[str], n_inputs: int, method: str = "forward"):
         super().__init__()
         object.__setattr__(self, "_wrapped", module)
         self._names = list(names)
         self._n_inputs = n_inputs
+        self._method = method  # the module's method the graph runs (a streaming model's stream_step)
 
     def forward(self, *args):
         saved = []
@@ -37,7 +38,7 @@ class WeightsAsInputs(torch.nn.Module):
                 table = owner._parameters if leaf in owner._parameters else owner._buffers  # noqa: SLF001
                 saved.append((table, leaf, table[leaf]))
                 table[leaf] = tensor
-            return self._wrapped(*args[:self._n_inputs])
+            return getattr(self._wrapped, self._method)(*args[:self._n_inputs])
         finally:
             for table, leaf, tensor in reversed(saved):
                 table[leaf] = tensor

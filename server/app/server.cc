@@ -106,6 +106,7 @@ void LogRepository(const ModelRepository& repository) {
                       bucket.length, bucket.load_seconds, bucket.warm_seconds);
       }
     }
+    for (const auto& instance : model.stream_instances) spdlog::info("  {}", instance->Describe());
   }
 }
 
@@ -119,6 +120,7 @@ Server::Server(const ServerConfig& config) : config_(config), start_(absl::Now()
 Server::~Server() {
   CloseListeners();
   if (riva_service_) riva_service_->WaitForDecodes();  // a decode's tail may still use a model
+  if (riva_service_) riva_service_->stream_engines().StopAll();  // their steps record into the models' statistics
   hub_.reset();  // stops the schedulers before the backends they run on go
 }
 
@@ -240,7 +242,22 @@ absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
     }
     models.push_back(*std::move(model));
   }
+  std::vector<std::unique_ptr<voice::StreamEngine>> stream_engines;
+  for (size_t i = 0; i < models.size(); ++i) {
+    LoadedModel* loaded = nullptr;
+    for (LoadedModel& candidate : repository_->mutable_models()) {
+      if (candidate.config.get() == &models[i]->config()) loaded = &candidate;
+    }
+    if (loaded == nullptr || loaded->stream_instances.empty()) continue;
+    // One engine per model, on its first instance's stream backend (the others hold idle slots).
+    absl::StatusOr<std::unique_ptr<voice::StreamEngine>> engine = voice::StreamEngine::Create(
+        {.config = loaded->config.get(), .backend = loaded->stream_instances.front().get(),
+         .stats = &models[i]->stats(), .metrics = riva_service_->metrics()});
+    if (!engine.ok()) return engine.status();
+    stream_engines.push_back(*std::move(engine));
+  }
   hub_->Publish(std::move(models), std::move(generation_models), std::move(embedding_models));
+  riva_service_->stream_engines().Publish(std::move(stream_engines));
   if (absl::Status voice = riva_service_->CheckDefaultModel(); !voice.ok()) return voice;
   hub_->state().SetReady();
   grpc_server_->GetHealthCheckService()->SetServingStatus(true);

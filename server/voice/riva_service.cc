@@ -266,6 +266,7 @@ RivaAsrService::StreamingRecognize(grpc::CallbackServerContext* context) {
                                                         .models = &models_,
                                                         .metrics = &metrics_,
                                                         .decodes = &decodes_,
+                                                        .engines = &stream_engines_,
                                                         .idle_timeout = absl::Milliseconds(
                                                             config_.stream_idle_timeout_ms)});
 }

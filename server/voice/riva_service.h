@@ -17,6 +17,7 @@
 #include "server/hub/model_hub.h"
 #include "server/voice/decode_executor.h"
 #include "server/voice/riva_streaming.h"
+#include "server/voice/stream_engines.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
 
@@ -42,6 +43,8 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   VoiceModels* models() { return &models_; }
   VoiceMetrics* metrics() { return &metrics_; }
   DecodeExecutor* decodes() { return &decodes_; }
+  // The cache-aware models' stream engines: the server publishes them with its models (StreamingRecognize).
+  StreamEngines& stream_engines() { return stream_engines_; }
 
   grpc::ServerUnaryReactor* Recognize(grpc::CallbackServerContext* context,
                                       const nvidia::riva::asr::RecognizeRequest* request,
@@ -58,6 +61,7 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   const VoiceConfig config_;
   VoiceModels models_;
   VoiceMetrics metrics_;
+  StreamEngines stream_engines_;
   DecodeExecutor decodes_;
 };
 

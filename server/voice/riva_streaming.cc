@@ -16,6 +16,7 @@
 #include "server/kserve/grpc_service.h"
 #include "server/voice/audio_decode.h"
 #include "server/voice/riva_results.h"
+#include "server/voice/chunked_session.h"
 #include "server/voice/streaming_session.h"
 
 namespace sluice::voice {
@@ -30,7 +31,7 @@ class StreamingReactor final
  public:
   StreamingReactor(grpc::CallbackServerContext* context, const StreamingDeps& deps)
       : hub_(deps.hub), models_(deps.models), metrics_(deps.metrics), decodes_(deps.decodes),
-        idle_timeout_(deps.idle_timeout) {
+        engines_(deps.engines), idle_timeout_(deps.idle_timeout) {
     if (context->deadline() != std::chrono::system_clock::time_point::max()) {
       deadline_ = absl::FromChrono(context->deadline());
     }
@@ -108,6 +109,15 @@ class StreamingReactor final
  private:
   // OnDone's work: may delete the reactor.
   void EndStream() {
+    // The stream's slot, unless Finish gave it back already: a chunk of it still queued completes now (a hold of
+    // its own), and the slot is reused once no step runs it.
+    bool release_slot;
+    {
+      MutexLock lock(&mu_);
+      release_slot = slot_held_;
+      slot_held_ = false;
+    }
+    if (release_slot) engine_->ReleaseSlot(slot_);
     bool delete_now;
     std::shared_ptr<grpc::Alarm> alarm;
     AdmittedCall admitted;  // the stream has ended: a drain no longer waits for it (released after the lock)
@@ -150,6 +160,30 @@ class StreamingReactor final
     absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder = StreamingAudioDecoder::Create(
         DeclaredFrom(config.config()), model.sample_rate(), model.speech().max_audio_seconds);
     if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
+    StreamEngine* engine = engines_ != nullptr ? engines_->Find(model.name()) : nullptr;
+    absl::StatusOr<std::unique_ptr<StreamSession>> session =
+        engine != nullptr ? ChunkedFor(*engine, model, config, (*voice)->decoder.get())
+                          : WindowedFor(model, config, (*voice)->decoder.get());
+    if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
+    if (engine != nullptr) {
+      absl::StatusOr<int> slot = engine->AcquireSlot();
+      if (!slot.ok()) return FailLocked(ToGrpcStatus(slot.status()));
+      engine_ = engine;
+      slot_ = *slot;
+      slot_held_ = true;
+    }
+    voice_ = *voice;
+    word_times_ = config.config().enable_word_time_offsets();
+    if (request_.has_id()) id_ = request_.id();
+    audio_decoder_ = *std::move(decoder);
+    session_ = *std::move(session);
+    metrics_->StreamOpened(model.config());
+    StartReadLocked();
+  }
+
+  static absl::StatusOr<std::unique_ptr<StreamSession>> WindowedFor(const SpeechModel& model,
+                                                                   const riva::StreamingRecognitionConfig& config,
+                                                                   const CtcDecoder* decoder) {
     absl::StatusOr<StreamingSession> session = StreamingSession::Create(
         StreamingSessionOptions{.sample_rate = model.sample_rate(),
                                 .frame_samples = model.speech().frame_samples,
@@ -157,15 +191,34 @@ class StreamingReactor final
                                 .blank = model.speech().blank,
                                 .streaming = model.speech().streaming,
                                 .interim_results = config.interim_results()},
-        (*voice)->decoder.get());
-    if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
-    voice_ = *voice;
-    word_times_ = config.config().enable_word_time_offsets();
-    if (request_.has_id()) id_ = request_.id();
-    audio_decoder_ = *std::move(decoder);
-    session_.emplace(*std::move(session));
-    metrics_->StreamOpened(model.config());
-    StartReadLocked();
+        decoder);
+    if (!session.ok()) return session.status();
+    return std::make_unique<StreamingSession>(*std::move(session));
+  }
+
+  // Riva's EndpointingConfig, where it maps (chunked_session.h); unset fields keep the model's defaults.
+  static absl::StatusOr<std::unique_ptr<StreamSession>> ChunkedFor(const StreamEngine& engine,
+                                                                  const SpeechModel& model,
+                                                                  const riva::StreamingRecognitionConfig& config,
+                                                                  const CtcDecoder* decoder) {
+    EndpointOptions endpoint{.stop_history_ms = model.speech().streaming.endpoint_silence_ms};
+    if (config.config().has_endpointing_config()) {
+      const riva::EndpointingConfig& e = config.config().endpointing_config();
+      if (e.has_start_history()) endpoint.start_history_ms = e.start_history();
+      if (e.has_start_threshold()) endpoint.start_threshold = e.start_threshold();
+      if (e.has_stop_history()) endpoint.stop_history_ms = e.stop_history();
+      if (e.has_stop_threshold()) endpoint.stop_threshold = e.stop_threshold();
+    }
+    absl::StatusOr<ChunkedSession> session = ChunkedSession::Create(
+        ChunkedSessionOptions{.sample_rate = model.sample_rate(),
+                              .frame_samples = model.speech().frame_samples,
+                              .chunk_samples = engine.chunk_samples(),
+                              .blank = model.speech().blank,
+                              .endpoint = endpoint,
+                              .interim_results = config.interim_results()},
+        decoder);
+    if (!session.ok()) return session.status();
+    return std::make_unique<ChunkedSession>(*std::move(session));
   }
 
   void AddAudio() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -366,6 +419,15 @@ class StreamingReactor final
   // continues the admitted stream, so none is refused for draining.
   void RunWindow(std::optional<ScheduledWindow> scheduled) ABSL_LOCKS_EXCLUDED(mu_) {
     if (!scheduled) return;
+    const StreamWindow& window = scheduled->window;
+    if (engine_ != nullptr) {  // its chunk joins the engine's next step (nothing to withdraw: a step is short)
+      engine_->Submit(slot_, std::move(scheduled->window.samples), /*reset=*/window.start == 0,
+                      [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
+      ReleaseHold();
+      return;
+    }
+    metrics_->RecordComputed(voice_->model->config(), VoiceApi::kStreaming,
+                             static_cast<double>(window.end - window.start) / voice_->model->sample_rate());
     InferHandle handle =
         voice_->model->Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
@@ -456,6 +518,13 @@ class StreamingReactor final
     const bool complete = session_ && session_->finished() && !window_running_;
     if (!failure_ && !complete) return;
     finishing_ = true;
+    // The slot goes back before the client hears the end, so a client that opens its next stream at once finds
+    // it free. Only with no chunk of the stream in the engine: ReleaseSlot would complete a queued one here, under
+    // mu_ (EndStream releases it then).
+    if (slot_held_ && !window_running_) {
+      engine_->ReleaseSlot(slot_);
+      slot_held_ = false;
+    }
     const grpc::Status status = failure_.value_or(grpc::Status::OK);
     finish_code_ = static_cast<int>(status.error_code());
     SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
@@ -466,6 +535,7 @@ class StreamingReactor final
   VoiceModels* const models_;
   VoiceMetrics* const metrics_;
   DecodeExecutor* const decodes_;
+  const StreamEngines* const engines_;
   const absl::Duration idle_timeout_;
   absl::Time deadline_ = absl::InfiniteFuture();
   riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
@@ -474,6 +544,10 @@ class StreamingReactor final
   // Written once, under mu_, by Configure (before any window exists); read-only after, so RunWindow reads it
   // without the lock.
   const VoiceModel* voice_ = nullptr;
+  // Likewise (set with voice_ for a model with a stream engine): the engine and the stream's slot in it.
+  StreamEngine* engine_ = nullptr;
+  int slot_ = -1;
+  bool slot_held_ ABSL_GUARDED_BY(mu_) = false;  // slot_ not yet given back
   bool word_times_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);
   // Used under mu_, except by an offloaded decode while decoding_ (no read is outstanding then, so nothing else
@@ -485,7 +559,7 @@ class StreamingReactor final
   absl::Time read_started_ ABSL_GUARDED_BY(mu_);
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<grpc::Alarm> idle_alarm_ ABSL_GUARDED_BY(mu_);
-  std::optional<StreamingSession> session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<StreamSession> session_ ABSL_GUARDED_BY(mu_);
   AdmittedCall admitted_ ABSL_GUARDED_BY(mu_);  // set by Configure, released by OnDone
   bool window_running_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t window_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the running (or last) window's number

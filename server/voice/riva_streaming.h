@@ -1,5 +1,8 @@
-// StreamingRecognize's gRPC side: one bidi reactor per stream, feeding a StreamingSession (streaming_session.h)
-// and running its windows through the speech model's scheduler, where they batch with every other stream's.
+// StreamingRecognize's gRPC side: one bidi reactor per stream, feeding a StreamSession (stream_session.h). A model
+// with a stream engine (speech.stream_step: stream_engines.h) runs a ChunkedSession: the stream holds one of the
+// engine's slots from its config to its end (OnDone; every slot taken: RESOURCE_EXHAUSTED at once, the stream is not
+// queued) and its chunks step with every other stream's. Other models run a StreamingSession: windows through the
+// speech model's scheduler, where they batch with every other stream's. Below, "window" means either.
 //
 // Flow control: the reactor reads the next audio message only while the stream's unprocessed audio is under
 // kMaxBacklogWindows largest buckets, so a client that sends faster than the model keeps up is held back by
@@ -27,13 +30,16 @@
 // threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
 // the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit and Withdraw are, since they only
-// queue (or unqueue) the operation.
+// queue (or unqueue) the operation. The stream engine's AcquireSlot, and ReleaseSlot while none of the stream's
+// chunks is queued, are called under it (the engine's lock is a leaf); Submit, and ReleaseSlot otherwise (it may
+// complete the queued chunk, whose completion takes mu_), never are.
 #pragma once
 
 #include "absl/time/time.h"
 #include "riva/proto/riva_asr.grpc.pb.h"
 #include "server/hub/model_hub.h"
 #include "server/voice/decode_executor.h"
+#include "server/voice/stream_engines.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
 
@@ -45,6 +51,7 @@ struct StreamingDeps {
   VoiceModels* models = nullptr;
   VoiceMetrics* metrics = nullptr;
   DecodeExecutor* decodes = nullptr;
+  const StreamEngines* engines = nullptr;  // may be null: every model streams windowed
   absl::Duration idle_timeout = absl::Seconds(60);
 };
 

@@ -15,6 +15,7 @@
 // Memory is bounded: audio before the next window's start is dropped, a segment keeps only its frames' log-probs
 // (and at most kMaxSegmentSeconds of them), and the caller stops reading while backlog_samples() is large.
 //
+// The windowed StreamSession (stream_session.h), for models without a stream_step contract.
 // Thread-safety: none; the caller serialises every call (the gRPC reactor holds its mutex).
 #pragma once
 
@@ -29,6 +30,7 @@
 #include "backend/base/speech_config.h"
 #include "server/voice/ctc_decoder.h"
 #include "server/voice/speech_model.h"
+#include "server/voice/stream_session.h"
 
 namespace sluice::voice {
 
@@ -41,50 +43,29 @@ struct StreamingSessionOptions {
   bool interim_results = false;
 };
 
-// One model run the stream needs: audio samples [start, end) of the stream.
-struct StreamWindow {
-  std::vector<float> samples;
-  int64_t start = 0;
-  int64_t end = 0;
-  bool last = false;  // the stream's audio has ended and this window reaches its end: everything is committed
-};
-
-struct StreamResult {
-  Transcript transcript;
-  bool is_final = false;
-  float stability = 0;          // interim: the committed share of the segment's frames
-  double audio_processed = 0;   // seconds of the stream's audio processed so far
-};
-
-struct WindowOutcome {
-  std::vector<StreamResult> results;              // to send, in order (an interim, or a final)
-  std::vector<absl::Duration> chunk_latencies;    // chunks this window finished: received -> now
-  std::optional<absl::Duration> final_latency;    // a final: end of the segment's audio -> now
-};
-
-class StreamingSession {
+class StreamingSession final : public StreamSession {
  public:
   static constexpr double kMaxSegmentSeconds = 120;
 
   // InvalidArgument when the windows cannot advance (left_context + lookahead + step must fit the largest bucket).
   static absl::StatusOr<StreamingSession> Create(const StreamingSessionOptions& options, const CtcDecoder* decoder);
 
-  void AddAudio(std::span<const float> samples, absl::Time now);
-  void EndOfAudio(absl::Time now);
+  void AddAudio(std::span<const float> samples, absl::Time now) override;
+  void EndOfAudio(absl::Time now) override;
 
   // The next window to run, when none is in flight and a step of new audio (or the end of the audio) is there.
-  std::optional<StreamWindow> NextWindow();
+  std::optional<StreamWindow> NextWindow() override;
   // The result of the window NextWindow gave last. FailedPrecondition when none is in flight; Internal when the
   // model returned fewer frames than the window's audio needs.
-  absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now);
+  absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now) override;
   // At the end of the audio with nothing left to run: the segment's final result (once), else nullopt.
-  std::optional<WindowOutcome> TakeClosingResult(absl::Time now);
+  std::optional<WindowOutcome> TakeClosingResult(absl::Time now) override;
 
-  bool finished() const { return finished_; }
+  bool finished() const override { return finished_; }
   bool window_in_flight() const { return in_flight_.has_value(); }
   // Audio received but not yet run: the caller pauses reading above a bound (flow control).
-  int64_t backlog_samples() const { return received_ - processed_; }
-  int64_t received_samples() const { return received_; }
+  int64_t backlog_samples() const override { return received_ - processed_; }
+  int64_t received_samples() const override { return received_; }
 
  private:
   StreamingSession(const StreamingSessionOptions& options, const CtcDecoder* decoder)

@@ -64,6 +64,12 @@ VoiceMetrics::VoiceMetrics(ServerMetrics* metrics) : metrics_(metrics) {
                             .Help("Client audio seconds the voice API transcribed (sluice_voice_processed_audio_seconds_total, each "
                                   "second once) / the model's sluice_cost_usd: what a caller's audio costs. Below "
                                   "sluice_audio_seconds_per_dollar by the windows' overlap and streaming context").Register(r);
+  computed_family_ = &BuildCounter().Name("sluice_voice_computed_audio_seconds_total")
+                          .Help("Audio seconds run through the model (streaming windows' samples, or stream-engine "
+                                "chunks)").Register(r);
+  compute_ratio_family_ = &BuildGauge().Name("sluice_voice_compute_per_audio_second")
+                              .Help("Computed audio seconds per received audio second (sluice_voice_computed_audio_"
+                                    "seconds_total / sluice_voice_audio_seconds_total)").Register(r);
   metrics_->AddRenderHook([this](absl::Time now) { Refresh(now); });
 }
 
@@ -77,6 +83,8 @@ VoiceMetrics::ModelSeries* VoiceMetrics::Series(const ModelConfig& model) {
     const prometheus::Labels with_api = {{"model", model.name}, {"api", ApiName(api)}};
     s.audio[static_cast<int>(api)] = &audio_family_->Add(with_api);
     s.processed[static_cast<int>(api)] = &processed_family_->Add(with_api);
+    s.computed[static_cast<int>(api)] = &computed_family_->Add(with_api);
+    s.compute_ratio[static_cast<int>(api)] = &compute_ratio_family_->Add(with_api);
   }
   s.streams = &streams_family_->Add(labels);
   s.chunk_latency = &chunk_family_->Add(labels, kLatencyBuckets);
@@ -132,6 +140,12 @@ void VoiceMetrics::RecordFinalLatency(const ModelConfig& model, absl::Duration l
   Series(model)->final_latency->Observe(absl::ToDoubleSeconds(latency));
 }
 
+void VoiceMetrics::RecordComputed(const ModelConfig& model, VoiceApi api, double seconds) {
+  if (metrics_ == nullptr) return;
+  MutexLock lock(&mu_);
+  Series(model)->computed[static_cast<int>(api)]->Increment(seconds);
+}
+
 void VoiceMetrics::Refresh(absl::Time now) {
   MutexLock lock(&mu_);
   for (auto& [name, s] : models_) {
@@ -140,6 +154,10 @@ void VoiceMetrics::Refresh(absl::Time now) {
     double processed = 0;
     for (prometheus::Counter* counter : s.processed) processed += counter->Value();
     s.per_dollar->Set(dollars > 0 ? processed / dollars : 0);
+    for (int api = 0; api < kVoiceApis; ++api) {
+      const double received = s.audio[api]->Value();
+      s.compute_ratio[api]->Set(received > 0 ? s.computed[api]->Value() / received : 0);
+    }
   }
 }
 

@@ -9,6 +9,11 @@
 //   sluice_voice_final_latency_seconds{model}     end of a segment's audio (endpoint or end of stream) -> final
 //   sluice_voice_realtime_factor{model}           RTFx: audio seconds processed per wall second, last 60 s
 //   sluice_voice_audio_seconds_per_dollar{model}  processed audio seconds / the model's sluice_cost_usd
+//   sluice_voice_computed_audio_seconds_total{model,api}  audio run through the model: windows' real samples
+//                                                 (windowed streaming), chunks (stream engine, a short last one
+//                                                 counted whole); offline Recognize does not count yet
+//   sluice_voice_compute_per_audio_second{model,api}  computed / received audio seconds (streaming: ~8 windowed,
+//                                                 ~1 for a cache-aware model)
 // Thread-safety: every method may be called from any thread (prometheus-cpp series are thread-safe; the
 // per-model table and the RTFx windows are under mu_, a leaf lock).
 #pragma once
@@ -43,6 +48,7 @@ class VoiceMetrics {
   void StreamClosed(const ModelConfig& model);
   void RecordChunkLatency(const ModelConfig& model, absl::Duration latency);
   void RecordFinalLatency(const ModelConfig& model, absl::Duration latency);
+  void RecordComputed(const ModelConfig& model, VoiceApi api, double seconds);
 
  private:
   // Processed audio per second over the last 60 s (one slot per second).
@@ -56,6 +62,8 @@ class VoiceMetrics {
     const ModelConfig* config = nullptr;
     prometheus::Counter* audio[kVoiceApis] = {};
     prometheus::Counter* processed[kVoiceApis] = {};
+    prometheus::Counter* computed[kVoiceApis] = {};
+    prometheus::Gauge* compute_ratio[kVoiceApis] = {};
     prometheus::Gauge* streams = nullptr;
     prometheus::Histogram* chunk_latency = nullptr;
     prometheus::Histogram* final_latency = nullptr;
@@ -75,6 +83,8 @@ class VoiceMetrics {
   prometheus::Family<prometheus::Histogram>* final_family_ = nullptr;
   prometheus::Family<prometheus::Gauge>* rtfx_family_ = nullptr;
   prometheus::Family<prometheus::Gauge>* per_dollar_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* computed_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* compute_ratio_family_ = nullptr;
   Mutex mu_;
   std::map<std::string, ModelSeries> models_ ABSL_GUARDED_BY(mu_);
 };
