@@ -29,6 +29,7 @@
 #include "backend/base/sync.h"
 #include "server/voice/audio_windows.h"
 #include "server/voice/ctc_decoder.h"
+#include "server/voice/recognizer.h"
 #include "server/voice/speech_model.h"
 
 namespace sluice::voice {
@@ -41,7 +42,8 @@ struct OfflineResult {
 
 using OfflineDone = std::function<void(absl::StatusOr<OfflineResult>)>;
 
-class OfflineRecognition : public std::enable_shared_from_this<OfflineRecognition> {
+class OfflineRecognition final : public RecognitionHandle,
+                                 public std::enable_shared_from_this<OfflineRecognition> {
  public:
   // Two full batches of the largest size: enough to fill the accelerator, little enough to bound memory; never
   // more than the model's queue holds (else a lone long file would be refused by its own windows).
@@ -51,7 +53,7 @@ class OfflineRecognition : public std::enable_shared_from_this<OfflineRecognitio
   static std::shared_ptr<OfflineRecognition> Start(const SpeechModel* model, const CtcDecoder* decoder,
                                                    std::vector<float> audio, absl::Time deadline, OfflineDone done);
   // Withdraws the windows still queued and answers Cancelled (unless the answer was already given).
-  void Cancel();
+  void Cancel() override;
 
   OfflineRecognition(const SpeechModel* model, const CtcDecoder* decoder, std::vector<float> audio,
                      absl::Time deadline, OfflineDone done);  // public for make_shared; use Start

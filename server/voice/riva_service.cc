@@ -10,7 +10,7 @@
 #include "backend/base/sync.h"
 #include "backend/base/tsan_handoff.h"
 #include "server/kserve/grpc_service.h"
-#include "server/voice/offline_recognition.h"
+#include "server/voice/recognizer.h"
 #include "server/voice/riva_results.h"
 #include "server/voice/riva_streaming.h"
 
@@ -68,7 +68,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
 
   void OnCancel() override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs OnCancel after the handler returned the reactor (Recognize's release)
-    std::shared_ptr<OfflineRecognition> recognition;
+    std::shared_ptr<RecognitionHandle> recognition;
     std::optional<DecodeTicket> queued;
     {
       MutexLock lock(&mu_);
@@ -120,11 +120,11 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
 
   void DecodeAndStartOrRefuse() {
     if (context_->IsCancelled()) return Refuse(WhyUnstarted());  // skipped at once: nobody waits for the answer
-    const SpeechModel& model = voice_->model;
+    const Recognizer& recognizer = *voice_->recognizer;
     absl::StatusOr<DecodedAudio> audio = absl::InternalError("not decoded");
     try {
-      audio = DecodeAudio(request_->audio(), DeclaredFrom(request_->config()), model.sample_rate(),
-                          model.speech().max_audio_seconds);
+      audio = DecodeAudio(request_->audio(), DeclaredFrom(request_->config()), recognizer.sample_rate(),
+                          voice_->config().speech->max_audio_seconds);
     } catch (const std::bad_alloc&) {
       audio = absl::ResourceExhaustedError("out of memory while decoding the audio; retry later");
     }
@@ -134,18 +134,20 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
 
   // Answers `status` before any recognition started.
   void Refuse(const absl::Status& status) {
-    metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kOffline, static_cast<int>(status.code()));
+    metrics_->RecordAnswer(voice_->config(), VoiceApi::kOffline, static_cast<int>(status.code()));
     SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
     Finish(ToGrpcStatus(status));
   }
 
   void Start(std::vector<float> audio) {
     grpc::CallbackServerContext* const context = context_;
-    const double seconds = static_cast<double>(audio.size()) / voice_->model.sample_rate();
-    metrics_->RecordAudio(voice_->model.config(), VoiceApi::kOffline, seconds);
-    auto recognition = OfflineRecognition::Start(
-        &voice_->model, voice_->decoder.get(), std::move(audio), DeadlineOf(context),
-        [this](absl::StatusOr<OfflineResult> result) { Answer(std::move(result)); });
+    const double seconds = static_cast<double>(audio.size()) / voice_->recognizer->sample_rate();
+    metrics_->RecordAudio(voice_->config(), VoiceApi::kOffline, seconds);
+    RecognizeOptions options;
+    options.language = request_->config().language_code();
+    options.deadline = DeadlineOf(context);
+    std::shared_ptr<RecognitionHandle> recognition = voice_->recognizer->Start(
+        std::move(audio), options, [this](absl::StatusOr<Recognition> result) { Answer(std::move(result)); });
     bool cancelled;
     {
       MutexLock lock(&mu_);
@@ -157,8 +159,8 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     if (cancelled) recognition->Cancel();
   }
 
-  void Answer(absl::StatusOr<OfflineResult> result) {
-    const ModelConfig& config = voice_->model.config();
+  void Answer(absl::StatusOr<Recognition> result) {
+    const ModelConfig& config = voice_->config();
     if (!result.ok()) {
       metrics_->RecordAnswer(config, VoiceApi::kOffline, static_cast<int>(result.status().code()));
       SLUICE_TSAN_RELEASE(this);  // for OnDone, on another thread
@@ -168,7 +170,10 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
     metrics_->RecordProcessed(config, VoiceApi::kOffline, result->audio_seconds, absl::Now());
     metrics_->RecordAnswer(config, VoiceApi::kOffline, 0);
     riva::SpeechRecognitionResult* out = response_->add_results();
-    FillAlternative(result->transcript, request_->config().enable_word_time_offsets(), *out->add_alternatives());
+    riva::SpeechRecognitionAlternative& alternative = *out->add_alternatives();
+    FillAlternative(result->transcript, request_->config().enable_word_time_offsets() && result->word_times,
+                    alternative);
+    if (!result->language.empty()) alternative.add_language_code(result->language);
     out->set_channel_tag(1);
     out->set_audio_processed(static_cast<float>(result->audio_seconds));
     if (request_->has_id()) *response_->mutable_id() = request_->id();
@@ -184,7 +189,7 @@ class RecognizeReactor final : public grpc::ServerUnaryReactor {
   const riva::RecognizeRequest* const request_;
   riva::RecognizeResponse* const response_;
   Mutex mu_;
-  std::shared_ptr<OfflineRecognition> recognition_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<RecognitionHandle> recognition_ ABSL_GUARDED_BY(mu_);
   bool starting_ ABSL_GUARDED_BY(mu_) = true;  // until DecodeAndStart (or RefuseUnstarted) has returned
   bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone has run
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run (it cancels recognition_ if already set)
@@ -227,17 +232,17 @@ grpc::ServerUnaryReactor* RivaAsrService::Recognize(grpc::CallbackServerContext*
   if (!admitted) return Reply(context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining"));
   absl::StatusOr<const VoiceModel*> voice = models_.Find(request->config().model());
   if (!voice.ok()) return Reply(context, ToGrpcStatus(voice.status()));
-  const SpeechModel& model = (*voice)->model;
+  const ModelConfig& config = (*voice)->config();
   // Refused from the byte count or header, before anything is decoded or queued.
-  const double max_seconds = model.speech().max_audio_seconds;
+  const double max_seconds = config.speech->max_audio_seconds;
   absl::StatusOr<AudioExtent> extent = ProbeAudio(request->audio(), DeclaredFrom(request->config()), max_seconds);
   if (!extent.ok()) {
-    metrics_.RecordAnswer(model.config(), VoiceApi::kOffline, static_cast<int>(extent.status().code()));
+    metrics_.RecordAnswer(config, VoiceApi::kOffline, static_cast<int>(extent.status().code()));
     return Reply(context, ToGrpcStatus(extent.status()));
   }
   auto* reactor =
       new RecognizeReactor(context, *voice, &metrics_, &decodes_, std::move(admitted), request, response);
-  const int64_t peak_bytes = DecodePeakBytes(*extent, model.sample_rate(), max_seconds);
+  const int64_t peak_bytes = DecodePeakBytes(*extent, (*voice)->recognizer->sample_rate(), max_seconds);
   if (peak_bytes <= kInlineDecodeBytes) {
     reactor->DecodeAndStart();
   } else if (absl::StatusOr<DecodeTicket> queued =
@@ -278,23 +283,24 @@ grpc::ServerUnaryReactor* RivaAsrService::GetRivaSpeechRecognitionConfig(
     }
   }
   for (const VoiceModel* voice : *all) {
-    const SpeechModel& model = voice->model;
-    if (!request->model_name().empty() && model.name() != request->model_name()) continue;
+    if (!request->model_name().empty() && voice->name() != request->model_name()) continue;
     riva::RivaSpeechRecognitionConfigResponse::Config* config = response->add_model_config();
-    config->set_model_name(model.name());
+    config->set_model_name(voice->name());
     auto& parameters = *config->mutable_parameters();
-    parameters["type"] = "offline,streaming";
+    parameters["type"] = voice->model ? "offline,streaming" : "offline";
     parameters["default"] = default_model.ok() && voice == *default_model ? "true" : "false";
-    parameters["sample_rate_hertz"] = absl::StrCat(model.sample_rate());
-    parameters["max_audio_seconds"] = absl::StrCat(model.speech().max_audio_seconds);
-    parameters["vocabulary_size"] = absl::StrCat(model.speech().vocabulary.size());
-    parameters["frame_ms"] = absl::StrCat(1000.0 * model.speech().frame_samples / model.sample_rate());
+    const int sample_rate = voice->recognizer->sample_rate();
+    const SpeechOptions& speech = *voice->config().speech;
+    parameters["sample_rate_hertz"] = absl::StrCat(sample_rate);
+    parameters["max_audio_seconds"] = absl::StrCat(speech.max_audio_seconds);
+    parameters["vocabulary_size"] = absl::StrCat(speech.vocabulary.size());
+    parameters["frame_ms"] = absl::StrCat(1000.0 * speech.frame_samples / sample_rate);
     std::vector<double> bucket_seconds;
-    for (int64_t length : model.config().buckets.lengths) {
-      bucket_seconds.push_back(static_cast<double>(length) / model.sample_rate());
+    for (int64_t length : voice->config().buckets.lengths) {
+      bucket_seconds.push_back(static_cast<double>(length) / sample_rate);
     }
     parameters["bucket_seconds"] = absl::StrJoin(bucket_seconds, ",");
-    parameters["streaming_step_ms"] = absl::StrCat(model.speech().streaming.step_ms);
+    if (voice->model) parameters["streaming_step_ms"] = absl::StrCat(speech.streaming.step_ms);
   }
   return Reply(context, grpc::Status::OK);
 }

@@ -115,8 +115,8 @@ class StreamingReactor final
       MutexLock lock(&mu_);
       done_ = true;
       if (voice_) {
-        metrics_->StreamClosed(voice_->model.config());
-        metrics_->RecordAnswer(voice_->model.config(), VoiceApi::kStreaming, finish_code_);
+        metrics_->StreamClosed(voice_->model->config());
+        metrics_->RecordAnswer(voice_->model->config(), VoiceApi::kStreaming, finish_code_);
       }
       admitted = std::move(admitted_);
       delete_now = holds_ == 0;
@@ -142,7 +142,11 @@ class StreamingReactor final
     const riva::StreamingRecognitionConfig& config = request_.streaming_config();
     absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
     if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
-    const SpeechModel& model = (*voice)->model;
+    if (!(*voice)->model) {
+      return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     absl::StrCat("model '", (*voice)->name(), "' does not stream: use Recognize")));
+    }
+    const SpeechModel& model = *(*voice)->model;
     absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder = StreamingAudioDecoder::Create(
         DeclaredFrom(config.config()), model.sample_rate(), model.speech().max_audio_seconds);
     if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
@@ -317,7 +321,7 @@ class StreamingReactor final
 
   // False (and the stream failed) when the audio passes the model's max_audio_seconds.
   bool Accept(const std::vector<float>& samples) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const SpeechModel& model = voice_->model;
+    const SpeechModel& model = *voice_->model;
     const double seconds = static_cast<double>(samples.size()) / model.sample_rate();
     metrics_->RecordAudio(model.config(), VoiceApi::kStreaming, seconds);
     const double total =
@@ -333,7 +337,7 @@ class StreamingReactor final
   }
 
   bool Backlogged() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return session_->backlog_samples() > kMaxBacklogWindows * voice_->model.max_window_samples();
+    return session_->backlog_samples() > kMaxBacklogWindows * voice_->model->max_window_samples();
   }
 
   // A window to submit, numbered so that a handle coming back late is not stored for a later window.
@@ -363,7 +367,7 @@ class StreamingReactor final
   void RunWindow(std::optional<ScheduledWindow> scheduled) ABSL_LOCKS_EXCLUDED(mu_) {
     if (!scheduled) return;
     InferHandle handle =
-        voice_->model.Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
+        voice_->model->Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
     {
       MutexLock lock(&mu_);
@@ -406,13 +410,13 @@ class StreamingReactor final
   // A refused window ends the stream (see the header): the status says so and how far the stream got.
   absl::Status RefusedWindow(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return absl::Status(status.code(),
-                        absl::StrCat("model '", voice_->model.name(), "' refused a window of this stream (",
+                        absl::StrCat("model '", voice_->model->name(), "' refused a window of this stream (",
                                      status.message(), "); the stream ends after ", reported_processed_,
                                      " s of audio in final results: reconnect and resend the audio after them"));
   }
 
   void Deliver(const WindowOutcome& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const ModelConfig& config = voice_->model.config();
+    const ModelConfig& config = voice_->model->config();
     for (absl::Duration latency : outcome.chunk_latencies) metrics_->RecordChunkLatency(config, latency);
     if (outcome.final_latency) metrics_->RecordFinalLatency(config, *outcome.final_latency);
     for (const StreamResult& result : outcome.results) {

@@ -16,6 +16,7 @@ set(SLUICE_VOICE_SERVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/speech_model.cc
   ${CMAKE_CURRENT_LIST_DIR}/voice_models.cc
   ${CMAKE_CURRENT_LIST_DIR}/offline_recognition.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ctc_recognizer.cc
   ${CMAKE_CURRENT_LIST_DIR}/streaming_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/riva_results.cc
   ${CMAKE_CURRENT_LIST_DIR}/voice_metrics.cc

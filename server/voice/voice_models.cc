@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/voice/ctc_recognizer.h"
 
 namespace sluice::voice {
 
@@ -19,12 +20,15 @@ absl::Status VoiceModels::EnsureBuilt() {
     if (!model.ok()) continue;  // not servable as speech (e.g. extra inputs): KServe v2 only
     const SpeechOptions& speech = served->config().speech.value();
     SymbolTable symbols{.symbols = speech.vocabulary, .blank = speech.blank, .word_separator = speech.word_separator};
-    auto entry = std::make_unique<VoiceModel>(
-        VoiceModel{.model = *model, .decoder = std::make_unique<GreedyCtcDecoder>(std::move(symbols))});
+    auto entry = std::make_unique<VoiceModel>();
+    entry->model.emplace(*model);
+    entry->decoder = std::make_unique<GreedyCtcDecoder>(std::move(symbols));
+    // Points into the entry, which never moves (held by unique_ptr).
+    entry->recognizer = std::make_unique<CtcRecognizer>(&*entry->model, entry->decoder.get());
     models_.push_back(std::move(entry));
   }
   std::sort(models_.begin(), models_.end(),
-            [](const auto& a, const auto& b) { return a->model.name() < b->model.name(); });
+            [](const auto& a, const auto& b) { return a->name() < b->name(); });
   built_ = true;
   return absl::OkStatus();
 }
@@ -43,8 +47,8 @@ absl::StatusOr<const VoiceModel*> VoiceModels::Find(std::string_view name) {
   if (!all.ok()) return all.status();
   std::vector<std::string> names;
   for (const VoiceModel* model : *all) {
-    if (model->model.name() == name) return model;
-    names.push_back(model->model.name());
+    if (model->name() == name) return model;
+    names.push_back(model->name());
   }
   const std::string listed =
       all->empty() ? "this server serves none (a speech model needs a speech: section; see README)"

@@ -1,5 +1,5 @@
-// The speech models the voice API serves: every published model with a `speech:` section, each with its CTC
-// decoder. Built once, on the first lookup after the hub has published its models (the server listens before
+// The speech models the voice API serves: every published model with a `speech:` section, each with its
+// Recognizer (recognizer.h; a CTC model's also with its CTC decoder for streaming). Built once, on the first lookup after the hub has published its models (the server listens before
 // its models load; until then every lookup answers Unavailable, as the hub does).
 //
 // Model choice (RecognitionConfig.model): a name picks that model (NotFound naming the served speech models, or
@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,12 +21,20 @@
 #include "backend/base/sync.h"
 #include "server/hub/model_hub.h"
 #include "server/voice/ctc_decoder.h"
+#include "server/voice/recognizer.h"
 #include "server/voice/speech_model.h"
 
 namespace sluice::voice {
 
 struct VoiceModel {
-  SpeechModel model;
+  const ModelConfig& config() const { return recognizer->config(); }
+  const std::string& name() const { return recognizer->config().name; }
+
+  // Every voice model has one: whole recordings (Riva Recognize, OpenAI transcriptions).
+  std::unique_ptr<Recognizer> recognizer;
+  // CTC models: the speech model and decoder StreamingRecognize's windows run through (and the recognizer points
+  // at). Unset for a model that cannot stream windows; StreamingRecognize refuses it naming the model.
+  std::optional<SpeechModel> model;
   std::unique_ptr<CtcDecoder> decoder;
 };
 
