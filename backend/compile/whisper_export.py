@@ -3,8 +3,8 @@
 graph format 2 (README.md "Graph format": weights.pt once, every graph takes the weights as trailing inputs):
 
   OUT/weights.pt                       every parameter once (float32)
-  OUT/graphs/b{B}_l480000.pt           the encoder: forward(audio f32[B, 480000], lengths i64[B]) -> hidden
-                                       f32[B, 1500, d]: log-mel front end + encoder (whisper.py EncoderGraph); one
+  OUT/graphs/b{B}_l480000.pt           the encoder: forward(audio f32[B, 480000], lengths i64[B]) -> (hidden
+                                       f32[B, 1500, d],): log-mel front end + encoder (whisper.py EncoderGraph); one
                                        audio length, Whisper's 30 s window, per batch size (the bucket graphs'
                                        names: the server's dynamic batcher runs them)
   OUT/graphs/prefill_l{L}.pt           admission: forward(tokens i64[1, L], length i64[1], slot i64[1],
@@ -134,7 +134,7 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
     jobs = []
     for b in encoder_batches:
         audio = torch.randn(b, whisper.CHUNK_SAMPLES, generator=gen) * 0.1
-        jobs.append((f"b{b}_l{whisper.CHUNK_SAMPLES}", whisper.EncoderGraph(model),
+        jobs.append((f"b{b}_l{whisper.CHUNK_SAMPLES}", whisper.EncoderBucketGraph(model),
                      (audio, torch.full((b,), whisper.CHUNK_SAMPLES // 2))))
     for length in prefill_lengths:
         tokens = torch.randint(0, dims.vocab_size, (1, length), generator=gen)

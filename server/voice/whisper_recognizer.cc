@@ -289,7 +289,7 @@ absl::StatusOr<std::unique_ptr<WhisperRecognizer>> WhisperRecognizer::Create(Ser
 absl::StatusOr<int> WhisperRecognizer::LanguageToken(std::string_view language) const {
   const WhisperOptions& w = config().speech->whisper;
   // A BCP-47 tag's primary subtag ("en-US" -> "en").
-  std::string code = absl::AsciiStrToLower(language.substr(0, language.find_first_of("-_")));
+  std::string code = absl::AsciiStrToLower(std::string(language.substr(0, language.find_first_of("-_"))));
   for (size_t i = 0; i < w.languages.size(); ++i) {
     if (w.languages[i] == code) return w.language_token_ids[i];
   }
