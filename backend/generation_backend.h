@@ -6,7 +6,7 @@
 // Padding is the backend's job: a prompt is padded to its prefill bucket, a decode batch to its batch bucket
 // with padding rows that write only into the scratch slot. Padding never changes a real row's logits.
 //
-// Thread-safety: Prefill() and Decode() are called from one thread at a time per instance (the engine gives
+// Thread-safety: Prefill(), PrefillChunk() and Decode() are called from one thread at a time per instance (the engine gives
 // each instance one thread); different instances run concurrently. load_stats()/memory()/Describe() are immutable
 // after Create().
 #pragma once
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "backend/backend.h"
 #include "backend/base/model_config.h"
 
@@ -32,6 +33,19 @@ struct PrefillInput {
   // An encoder-decoder model's (generation.cross_attention set) encoder output for this sequence, row-major FP32
   // [encoder_positions, encoder_hidden]: the graph writes its cross-attention K/V into `slot`. Null otherwise.
   std::shared_ptr<const std::vector<float>> encoder_output;
+};
+
+// One chunk of a prompt into one slot whose positions [0, start) already hold this sequence's K/V (earlier
+// chunks, or, later, a cached prefix): runs graphs/prefill_chunk_c<chunk_length>_k<kv_length>.pt. Writes the
+// chunk's K/V at positions [start, start + tokens.size()) of `slot`, attends to the slot's positions
+// [0, start + tokens.size()) causally, and returns the logits of the chunk's last real position. Padding rows of
+// the chunk write only into the scratch slot: the slot's positions from start + tokens.size() on are untouched.
+struct PrefillChunkInput {
+  int64_t chunk_length = 0;     // a compiled chunk length >= tokens.size()
+  int64_t kv_length = 0;        // a compiled KV length >= start + tokens.size()
+  int slot = 0;                 // in [0, kv_cache.slots)
+  int64_t start = 0;            // >= 0: the first position this chunk writes
+  std::vector<int32_t> tokens;  // 1..chunk_length ids: the prompt's positions [start, start + size)
 };
 
 // One generated token of one running sequence: its id goes in at `position` (its K/V are written there), the
@@ -74,9 +88,14 @@ class GenerationBackend {
   // InvalidArgument for inputs outside the compiled shapes; Unavailable when the device is gone.
   virtual absl::StatusOr<Logits> Prefill(const PrefillInput& input) = 0;
   virtual absl::StatusOr<Logits> Decode(const DecodeInput& input) = 0;
+  // Chunked prefill (generation.prefill_chunk_lengths set). A backend without chunk graphs answers Unimplemented.
+  virtual absl::StatusOr<Logits> PrefillChunk(const PrefillChunkInput& input) {
+    return absl::UnimplementedError(absl::StrCat("this backend has no prefill chunk graphs (chunk ",
+                                                 input.chunk_length, ", KV length ", input.kv_length, ")"));
+  }
 
   // One entry per graph: prefill graphs have batch_size 1 and length = the prompt bucket; decode graphs have
-  // batch_size = the batch bucket and length = the KV length.
+  // batch_size = the batch bucket and length = the KV length; chunk graphs batch_size 1 and length = the chunk.
   virtual const std::vector<BucketLoadStats>& load_stats() const = 0;
   // Weights, KV cache and graphs this instance holds (immutable after Create()).
   virtual InstanceMemory memory() const { return {}; }

@@ -60,6 +60,30 @@ absl::Status ValidatePrefillInput(const ModelConfig& model, const PrefillInput& 
   return CheckSlot(model, where, input.slot);
 }
 
+absl::Status ValidatePrefillChunkInput(const ModelConfig& model, const PrefillChunkInput& input) {
+  const GenerationOptions& g = *model.generation;
+  const std::string where = absl::StrCat(model.name, " prefill chunk (chunk ", input.chunk_length, ", KV length ",
+                                         input.kv_length, ")");
+  if (!Contains(g.prefill_chunk_lengths, input.chunk_length)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": chunk length not compiled"));
+  }
+  if (!Contains(g.kv_lengths, input.kv_length)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": KV length not compiled"));
+  }
+  const auto n = static_cast<int64_t>(input.tokens.size());
+  if (n < 1 || n > input.chunk_length) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", n, " tokens, expected 1 to ", input.chunk_length));
+  }
+  if (input.start < 0 || input.start + n > input.kv_length) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": positions [", input.start, ", ", input.start + n,
+                                                   ") do not fit in [0, ", input.kv_length, ")"));
+  }
+  for (int32_t token : input.tokens) {
+    if (absl::Status status = CheckToken(model, where, token); !status.ok()) return status;
+  }
+  return CheckSlot(model, where, input.slot);
+}
+
 absl::Status ValidateDecodeInput(const ModelConfig& model, const DecodeInput& input) {
   const GenerationOptions& g = *model.generation;
   const std::string where =
@@ -93,6 +117,12 @@ absl::Status ValidateDecodeInput(const ModelConfig& model, const DecodeInput& in
 
 std::string PrefillGraphPath(const ModelConfig& model, int64_t length) {
   return (std::filesystem::path(model.directory) / "graphs" / absl::StrCat("prefill_l", length, ".pt")).string();
+}
+
+std::string PrefillChunkGraphPath(const ModelConfig& model, int64_t chunk_length, int64_t kv_length) {
+  return (std::filesystem::path(model.directory) / "graphs" /
+          absl::StrCat("prefill_chunk_c", chunk_length, "_k", kv_length, ".pt"))
+      .string();
 }
 
 std::string DecodeGraphPath(const ModelConfig& model, int batch_size, int64_t kv_length) {

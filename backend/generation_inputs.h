@@ -24,8 +24,14 @@ absl::Status ValidatePrefillInput(const ModelConfig& model, const PrefillInput& 
 // REQUIRES: model.generation is set.
 absl::Status ValidateDecodeInput(const ModelConfig& model, const DecodeInput& input);
 
-// <directory>/graphs/prefill_l<length>.pt and <directory>/graphs/decode_b<batch>_k<kv_length>.pt
+// InvalidArgument naming the model and what is wrong: chunk_length or kv_length not compiled, 0 or more than
+// chunk_length tokens, start < 0, start + tokens over kv_length, slot outside [0, kv_cache.slots), a token outside
+// [0, vocab_size). REQUIRES: model.generation is set.
+absl::Status ValidatePrefillChunkInput(const ModelConfig& model, const PrefillChunkInput& input);
+
+// <directory>/graphs/prefill_l<length>.pt, prefill_chunk_c<chunk>_k<kv_length>.pt and decode_b<batch>_k<kv_length>.pt
 std::string PrefillGraphPath(const ModelConfig& model, int64_t length);
+std::string PrefillChunkGraphPath(const ModelConfig& model, int64_t chunk_length, int64_t kv_length);
 std::string DecodeGraphPath(const ModelConfig& model, int batch_size, int64_t kv_length);
 
 // Bytes of the K and V tensors together, scratch slot included:

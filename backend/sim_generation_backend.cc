@@ -25,6 +25,7 @@ class SimGenerationBackend final : public GenerationBackend {
         faults_(options.model->sim->faults, options.replica),
         slots_(generation_.kv_cache.slots) {
     for (int64_t length : generation_.prefill_lengths) stats_.push_back({1, length, 0.0, 0.0, 0.0});
+    for (int64_t chunk : generation_.prefill_chunk_lengths) stats_.push_back({1, chunk, 0.0, 0.0, 0.0});
     for (int batch_size : generation_.decode_batch_sizes) {
       for (int64_t kv_length : generation_.kv_lengths) stats_.push_back({batch_size, kv_length, 0.0, 0.0, 0.0});
     }
@@ -39,6 +40,20 @@ class SimGenerationBackend final : public GenerationBackend {
     std::copy(input.tokens.begin(), input.tokens.end(), slot.begin());
     Logits logits = EmptyLogits(1);
     FillRow(logits, 0, std::span<const int32_t>(slot.data(), input.tokens.size()));
+    return logits;
+  }
+
+  absl::StatusOr<Logits> PrefillChunk(const PrefillChunkInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidatePrefillChunkInput(model_, input));
+    if (!generation_.chunked_prefill()) return absl::UnimplementedError("no prefill_chunk_lengths configured");
+    SLUICE_RETURN_IF_ERROR(faults_.Next());
+    sleeper_(SimPrefillChunkLatency(*model_.sim, input.chunk_length, input.kv_length));
+    std::vector<int32_t>& slot = slots_[input.slot];
+    const auto end = static_cast<size_t>(input.start) + input.tokens.size();
+    if (slot.size() < end) slot.resize(end, 0);
+    std::copy(input.tokens.begin(), input.tokens.end(), slot.begin() + input.start);
+    Logits logits = EmptyLogits(1);
+    FillRow(logits, 0, std::span<const int32_t>(slot.data(), end));
     return logits;
   }
 
@@ -91,6 +106,10 @@ class SimGenerationBackend final : public GenerationBackend {
 
 absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length) {
   return absl::Milliseconds(cost.base_ms) + absl::Microseconds(cost.per_sample_us * static_cast<double>(bucket_length));
+}
+
+absl::Duration SimPrefillChunkLatency(const SimCostModel& cost, int64_t chunk_length, int64_t /*kv_length*/) {
+  return SimPrefillLatency(cost, chunk_length);
 }
 
 absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length) {

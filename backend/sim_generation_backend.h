@@ -5,6 +5,8 @@
 //
 // Latency (SimCostModel base_ms and per_sample_us; output_steps_per_input_step is not allowed here):
 //   prefill:  base_ms + per_sample_us * bucket_length                    (the compiled prompt bucket)
+//   chunk:    base_ms + per_sample_us * chunk_length                    (the compiled chunk; attention over the
+//             slot's earlier positions is not modelled: a chunk costs what a prefill of its length costs)
 //   decode:   base_ms + per_sample_us * batch_size * kv_length / 64      (the compiled batch and KV buckets)
 // spent through the injected sleeper before the call returns. Faults (sim: {faults: ...}) are drawn once per
 // Prefill or Decode call as in sim_backend.h (sim_faults.h): a call that blocks for hang_ms after
@@ -15,7 +17,8 @@
 // Logits contract (other code's tests compute expected tokens from it; SimNextToken implements it):
 //   The sim keeps, per slot, the token id written at each position (0 where nothing was ever written; a slot
 //   that is reused keeps the previous sequence's ids past what the new one wrote, as a real cache does).
-//   Prefill writes tokens[i] at position i, i in [0, n), of its slot. A decode row writes its token at its
+//   Prefill writes tokens[i] at position i, i in [0, n), of its slot; a prefill chunk writes tokens[i] at
+//   position start + i (p = start + n - 1), leaving the slot's other positions as they were. A decode row writes its token at its
 //   position of its slot. For a row whose last written position is p (prefill: p = n - 1; decode: p = the row's
 //   position), with t(i) the id at position i of that slot after the write:
 //       next = (31 * t(p) + 7 * p + t(0) + t(1) + ... + t(p)) mod vocab_size     (computed in int64)
@@ -24,8 +27,8 @@
 //   a skipped position or a wrong token changes the answer. Padding (prompt positions past n, decode rows past
 //   rows.size()) writes nothing: real slots are never touched by padding.
 //
-// Thread-safety: as generation_backend.h: Prefill()/Decode() from one thread at a time per instance (no lock:
-// the cache state belongs to that one caller); load_stats()/Describe() immutable after creation.
+// Thread-safety: as generation_backend.h: Prefill()/PrefillChunk()/Decode() from one thread at a time per instance
+// (no lock: the cache state belongs to that one caller); load_stats()/Describe() immutable after creation.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,7 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateSimGenerationBackend(co
 
 // The latencies of the cost model above.
 absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length);
+absl::Duration SimPrefillChunkLatency(const SimCostModel& cost, int64_t chunk_length, int64_t kv_length);
 absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length);
 
 // The contract's argmax for a slot whose ids at positions [0, p] are `ids` (p = ids.size() - 1).

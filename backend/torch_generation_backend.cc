@@ -61,6 +61,17 @@ class TorchGenerationBackend final : public GenerationBackend {
                                                     nullptr);
                                        }));
     }
+    for (int64_t chunk : generation_.prefill_chunk_lengths) {
+      for (int64_t kv_length : generation_.kv_lengths) {
+        SLUICE_RETURN_IF_ERROR(LoadGraph(PrefillChunkGraphPath(model_, chunk, kv_length), 1, chunk, warmup_runs,
+                                         chunk_[{chunk, kv_length}],
+                                         [this, chunk, kv_length](torch::jit::Module& graph) {
+                                           // A whole chunk at the end of the KV length: the widest attention.
+                                           RunPrefillChunk(graph, chunk, std::vector<int32_t>(chunk, 0),
+                                                           kv_length - chunk, scratch_slot_);
+                                         }));
+      }
+    }
     for (int batch_size : generation_.decode_batch_sizes) {
       for (int64_t kv_length : generation_.kv_lengths) {
         SLUICE_RETURN_IF_ERROR(LoadGraph(DecodeGraphPath(model_, batch_size, kv_length), batch_size, kv_length,
@@ -83,6 +94,19 @@ class TorchGenerationBackend final : public GenerationBackend {
     } catch (const std::exception& e) {  // c10::Error derives from std::exception
       return absl::InternalError(absl::StrCat(model_.name, " prefill (prompt bucket ", input.bucket_length, ") on ",
                                               Describe(), " failed: ", FirstLine(e.what())));
+    }
+  }
+
+  absl::StatusOr<Logits> PrefillChunk(const PrefillChunkInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidatePrefillChunkInput(model_, input));
+    SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());
+    try {
+      return RunPrefillChunk(chunk_.at({input.chunk_length, input.kv_length}), input.chunk_length, input.tokens,
+                             input.start, input.slot);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(model_.name, " prefill chunk (chunk ", input.chunk_length,
+                                              ", KV length ", input.kv_length, ") on ", Describe(), " failed: ",
+                                              FirstLine(e.what())));
     }
   }
 
@@ -186,6 +210,20 @@ class TorchGenerationBackend final : public GenerationBackend {
     return ToLogits(graph.forward(args), 1, 1);
   }
 
+  // REQUIRES: tokens.size() in [1, chunk]; start + tokens.size() <= the graph's KV length; slot in [0, slots].
+  Logits RunPrefillChunk(torch::jit::Module& graph, int64_t chunk, const std::vector<int32_t>& tokens, int64_t start,
+                         int64_t slot) {
+    torch::InferenceMode inference_mode;
+    torch::Tensor ids = torch::zeros({1, chunk}, torch::kInt64);
+    int64_t* out = ids.data_ptr<int64_t>();
+    for (size_t i = 0; i < tokens.size(); ++i) out[i] = tokens[i];
+    std::vector<torch::jit::IValue> args = {ids.to(device_), Int64Vector({start}).to(device_),
+                                            Int64Vector({static_cast<int64_t>(tokens.size())}).to(device_),
+                                            Int64Vector({slot}).to(device_), k_cache_, v_cache_};
+    AppendWeights(args);
+    return ToLogits(graph.forward(args), 1, 1);
+  }
+
   // Rows past rows.size() are padding: token 0, position `padding_position`, the scratch slot.
   Logits RunDecode(torch::jit::Module& graph, int batch_size, const std::vector<DecodeRow>& rows,
                    int64_t padding_position) {
@@ -251,6 +289,7 @@ class TorchGenerationBackend final : public GenerationBackend {
   torch::Tensor cross_k_;  // encoder-decoder models only (generation.cross_attention)
   torch::Tensor cross_v_;
   std::map<int64_t, torch::jit::Module> prefill_;                  // by prompt bucket
+  std::map<std::pair<int64_t, int64_t>, torch::jit::Module> chunk_;  // by (chunk length, KV length)
   std::map<std::pair<int, int64_t>, torch::jit::Module> decode_;  // by (batch size, KV length)
   std::vector<BucketLoadStats> stats_;
 };

@@ -1,10 +1,15 @@
 // libtorch TorchScript GenerationBackend for devices cpu, cuda and neuron: one instance holds every prefill
-// graph (graphs/prefill_l<L>.pt) and decode graph (graphs/decode_b<B>_k<K>.pt) of a generation model, warmed, and
-// its KV cache, allocated once on the instance's device and updated in place by the graphs.
+// graph (graphs/prefill_l<L>.pt), prefill chunk graph (graphs/prefill_chunk_c<C>_k<K>.pt) and decode graph
+// (graphs/decode_b<B>_k<K>.pt) of a generation model, warmed, and its KV cache, allocated once on the instance's
+// device and updated in place by the graphs.
 //
 // Graph signatures (what backend/compile/llama_export.py exports):
 //   prefill_l<L>:     forward(tokens int64[1, L], length int64[1], slot int64[1], k_cache, v_cache)
 //                       -> logits f32[1, vocab] (of position length - 1)
+//   prefill_chunk_c<C>_k<K> (when generation.prefill_chunk_lengths is set):
+//                     forward(tokens int64[1, C], start int64[1], length int64[1], slot int64[1], k_cache, v_cache)
+//                       -> logits f32[1, vocab] (of position start + length - 1); writes positions
+//                       [start, start + length) of the slot, attends over its positions [0, K)
 //   decode_b<B>_k<K>: forward(tokens int64[B], positions int64[B], slots int64[B], k_cache, v_cache)
 //                       -> logits f32[B, vocab]
 //   k_cache, v_cache: f32[layers, slots + 1, context_length, kv_heads, head_dim] (generation_config.h)

@@ -83,6 +83,7 @@ std::unique_ptr<ApiDriver> MakeApiDriver(Api api) {
       return MakeKServeDriver();
     case Api::kRivaOffline:
     case Api::kRivaStreaming:
+    case Api::kOpenAiAudio:
       return MakeSpeechDriver(api);
     case Api::kOpenAi:
     case Api::kTritonStream:

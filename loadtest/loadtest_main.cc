@@ -37,7 +37,9 @@ void AddTargetFlags(CLI::App& app, Flags& f) {
                  "riva-streaming (Riva StreamingRecognize: --streams concurrent streams of chunked PCM), openai "
                  "(generation: streamed /v1/completions over HTTP, TTFT/ITL/TPOT, usage checked) or triton-stream "
                  "(generation: Triton's decoupled ModelStreamInfer over gRPC, text_input/text_output, one stream per "
-                 "request, TTFT/ITL/TPOT; text prompts sized with the model's tokenizer)")
+                 "request, TTFT/ITL/TPOT; text prompts sized with the model's tokenizer) or openai-audio (speech: "
+                 "OpenAI /v1/audio/transcriptions over HTTP, one WAV file per request as multipart/form-data; -u is "
+                 "the HTTP address; WER, RTFx and audio seconds per dollar as riva-offline)")
       ->check(CLI::IsMember(sluice::loadtest::ApiNames()))
       ->capture_default_str()->group("Target");
   app.add_option("--protocol", f.o.protocol,

@@ -31,10 +31,11 @@ set(SLUICE_LOADTEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/kserve/http_infer_client.cc  # ... over HTTP (on http/'s worker pool)
   ${CMAKE_CURRENT_LIST_DIR}/kserve/kserve_http.cc      # KServe v2 REST binary-data request/response codec
   ${CMAKE_CURRENT_LIST_DIR}/kserve/output_compare.cc   # --verify's arithmetic
-  # speech/: Riva ASR (--api riva-offline, riva-streaming)
+  # speech/: Riva ASR (--api riva-offline, riva-streaming) and OpenAI transcriptions (--api openai-audio)
   ${CMAKE_CURRENT_LIST_DIR}/speech/wer.cc              # word error rate (word-level Levenshtein with S/I/D)
   ${CMAKE_CURRENT_LIST_DIR}/speech/speech_audio.cc     # 16-bit PCM / WAV bytes (libsndfile), chunk arithmetic
   ${CMAKE_CURRENT_LIST_DIR}/speech/riva_offline_client.cc  # a LoadClient over Riva Recognize (--api riva-offline)
+  ${CMAKE_CURRENT_LIST_DIR}/speech/openai_audio_client.cc  # ... over OpenAI /v1/audio/transcriptions (--api openai-audio)
   ${CMAKE_CURRENT_LIST_DIR}/speech/stream_call.cc      # one Riva StreamingRecognize call (callback bidi reactor)
   ${CMAKE_CURRENT_LIST_DIR}/speech/stream_runner.cc    # --api riva-streaming: N stream slots, real-time pacing
   ${CMAKE_CURRENT_LIST_DIR}/speech/speech_summary.cc   # RTFx, chunk/final latency, WER of a speech run

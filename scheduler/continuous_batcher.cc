@@ -32,6 +32,7 @@ struct Sequence {
   bool admitted = false;
   int generated = 0;       // tokens delivered through on_token
   int32_t last_token = 0;  // the newest token: the next decode step feeds it
+  int64_t prefilled = 0;   // chunked prefill: prompt positions [0, prefilled) are written into the slot
   absl::Duration queue_time;
 
   int64_t prompt_length() const { return static_cast<int64_t>(request.prompt.size()); }
@@ -65,9 +66,9 @@ class SlotPool {
   std::set<int> free_;
 };
 
-// One backend instance and its engine thread. `running`, `admitted` and `sampler` belong to that thread alone,
-// except while a backend call is in flight (`executing`, under mu_): then the watchdog may take `running` and
-// `admitted` (under mu_, setting `timed_out`), and the engine thread, once the call returns, checks `timed_out`
+// One backend instance and its engine thread. `running`, `admitted`, `prefilling` and `sampler` belong to that
+// thread alone, except while a backend call is in flight (`executing`, under mu_): then the watchdog may take
+// `running`, `admitted` and `prefilling` (under mu_, setting `timed_out`), and the engine thread, once the call returns, checks `timed_out`
 // under mu_ before it touches them again. `slots` is used under mu_ only.
 struct Instance {
   Instance(GenerationBackend* b, int i, int num_slots) : backend(b), index(i), slots(num_slots) {}
@@ -76,6 +77,7 @@ struct Instance {
   std::thread thread;
   std::vector<SequencePtr> running;   // prefilled, holding a slot, with a token to feed
   std::vector<SequencePtr> admitted;  // this iteration's, being prefilled (null: done with)
+  std::vector<SequencePtr> prefilling;  // chunked prefill: holding a slot, prompt partly written; oldest first
   SlotPool slots;
   Sampler sampler;
   std::vector<float> masked;  // one logits row with suppressed ids excluded (Suppressed())
@@ -236,7 +238,7 @@ class ContinuousBatcher::Impl {
         "): the call did not finish within execution_timeout_ms ", gen_.execution_timeout_ms,
         "; the instance is out of rotation"));
     std::vector<Outcome> ended;
-    for (std::vector<SequencePtr>* list : {&in.running, &in.admitted}) {
+    for (std::vector<SequencePtr>* list : {&in.running, &in.admitted, &in.prefilling}) {
       for (SequencePtr& seq : *list) {
         if (seq != nullptr) ended.push_back({std::move(seq), FinishReason::kError, hung});
       }
@@ -281,14 +283,23 @@ class ContinuousBatcher::Impl {
           TakeEndedRunningLocked(in, now, ended);
           if (shutdown_ && ended.empty()) return;  // shutdown_ follows in_flight_ == 0: nothing is left
           in.admitted = AdmitLocked(in);
-          if (!ended.empty() || !in.admitted.empty() || !in.running.empty()) break;
+          if (gen_.chunked_prefill()) {  // admitted prompts are written chunk by chunk, from this iteration on
+            for (SequencePtr& seq : in.admitted) in.prefilling.push_back(std::move(seq));
+            in.admitted.clear();
+          }
+          if (!ended.empty() || !in.admitted.empty() || !in.running.empty() || !in.prefilling.empty()) break;
           // A call-out under mu_, by design: the clock only reads time and waits on our condition variable.
           clock_.WaitUntil(work_cv_, mu_, EarliestWaitingDeadlineLocked());
         }
       }
       Finish(&in, ended);
-      const StepResult prefills = RunPrefills(in);
-      const StepResult step = prefills == StepResult::kOk ? RunDecodeStep(in) : prefills;
+      StepResult step;
+      if (gen_.chunked_prefill()) {
+        step = RunChunkedIteration(in);
+      } else {
+        const StepResult prefills = RunPrefills(in);
+        step = prefills == StepResult::kOk ? RunDecodeStep(in) : prefills;
+      }
       if (step == StepResult::kTimedOut) return;  // the watchdog answered everything this instance held
       if (step == StepResult::kDeviceGone) {
         TakeOutOfRotation(in);
@@ -310,33 +321,39 @@ class ContinuousBatcher::Impl {
     }
   }
 
-  // Step 1 for this instance: cancelled or expired running sequences leave, their slots free at once.
+  // Step 1 for this instance: cancelled or expired running (or, chunked, part-prefilled) sequences leave, their
+  // slots free at once.
   void TakeEndedRunningLocked(Instance& in, absl::Time now, std::vector<Outcome>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto keep = in.running.begin();
-    for (SequencePtr& seq : in.running) {
-      if (cancelled_.contains(seq->id)) {
-        ReleaseSlotLocked(in, *seq);
-        ended.push_back({std::move(seq), FinishReason::kCancelled, absl::CancelledError("the sequence was cancelled")});
-      } else if (seq->request.deadline <= now) {
-        ReleaseSlotLocked(in, *seq);
-        ended.push_back({std::move(seq), FinishReason::kDeadline,
-                         absl::DeadlineExceededError("the request's deadline passed while generating")});
-      } else {
-        *keep++ = std::move(seq);
+    for (std::vector<SequencePtr>* list : {&in.running, &in.prefilling}) {
+      const char* doing = list == &in.running ? "generating" : "its prompt was being prefilled";
+      auto keep = list->begin();
+      for (SequencePtr& seq : *list) {
+        if (cancelled_.contains(seq->id)) {
+          ReleaseSlotLocked(in, *seq);
+          ended.push_back(
+              {std::move(seq), FinishReason::kCancelled, absl::CancelledError("the sequence was cancelled")});
+        } else if (seq->request.deadline <= now) {
+          ReleaseSlotLocked(in, *seq);
+          ended.push_back({std::move(seq), FinishReason::kDeadline,
+                           absl::DeadlineExceededError(absl::StrCat("the request's deadline passed while ", doing))});
+        } else {
+          *keep++ = std::move(seq);
+        }
       }
+      list->erase(keep, list->end());
     }
-    in.running.erase(keep, in.running.end());
   }
 
   // Step 2: oldest first into free slots while the prompt tokens stay within the budget (the first always fits).
+  // Chunked prefill: into every free slot (iteration_token_budget bounds the work, RunChunks).
   std::vector<SequencePtr> AdmitLocked(Instance& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<SequencePtr> admitted;
     int64_t tokens = 0;
     while (!waiting_.empty() && !in.slots.empty() &&
-           static_cast<int>(in.running.size() + admitted.size()) < max_running_) {
+           static_cast<int>(in.running.size() + in.prefilling.size() + admitted.size()) < max_running_) {
       const int64_t prompt = waiting_.front()->prompt_length();
-      if (!admitted.empty() && tokens + prompt > gen_.prefill_token_budget) break;
+      if (!gen_.chunked_prefill() && !admitted.empty() && tokens + prompt > gen_.prefill_token_budget) break;
       SequencePtr seq = std::move(waiting_.front());
       waiting_.pop_front();
       tokens += prompt;
@@ -375,8 +392,9 @@ class ContinuousBatcher::Impl {
       const absl::Time start = clock_.Now();
       seq.queue_time = start - seq.enqueued;
       bool timed_out = false;
-      absl::StatusOr<Logits> logits = CallBackend(in, true, 1, input.bucket_length, 1,
-                                                  [&] { return in.backend->Prefill(input); }, timed_out);
+      absl::StatusOr<Logits> logits =
+          CallBackend(in, absl::StrCat("prefill (length ", input.bucket_length, ")"), 1,
+                      [&] { return in.backend->Prefill(input); }, timed_out);
       if (timed_out) return StepResult::kTimedOut;
       const absl::Time end = clock_.Now();
       Report({in.index, true, 1, 1, input.bucket_length, seq.prompt_length(), end - start, logits.ok()});
@@ -403,6 +421,73 @@ class ContinuousBatcher::Impl {
     return StepResult::kOk;
   }
 
+  // Chunked prefill's iteration: the decode step of the sequences running when it starts and prefill chunks within
+  // iteration_token_budget (one token per decode row, a chunk's real tokens), the decode step first or last
+  // (decode_first). A sequence whose prompt is complete delivers its first token and joins in.running: with
+  // decode_first false it joins this iteration's decode step, else the next one's.
+  StepResult RunChunkedIteration(Instance& in) {
+    const auto decode_rows = static_cast<int64_t>(in.running.size());
+    if (gen_.decode_first && !in.running.empty()) {
+      if (StepResult step = RunDecodeStep(in); step != StepResult::kOk) return step;
+    }
+    if (StepResult step = RunChunks(in, gen_.iteration_token_budget - decode_rows); step != StepResult::kOk) {
+      return step;
+    }
+    if (!gen_.decode_first && !in.running.empty()) return RunDecodeStep(in);
+    return StepResult::kOk;
+  }
+
+  // Prefill chunks, oldest prompt first, while `budget` tokens last; the first chunk runs whatever the budget is
+  // (NextChunkTokens' must_run), so a prompt always progresses. Each chunk writes the positions after what the
+  // slot already holds (seq.prefilled). A failed chunk fails its sequence only (kDeviceGone: the rest stay, to be
+  // failed with the instance; kTimedOut: the watchdog took them).
+  StepResult RunChunks(Instance& in, int64_t budget) {
+    bool ran = false;
+    size_t i = 0;
+    while (i < in.prefilling.size()) {
+      Sequence& seq = *in.prefilling[i];
+      const int64_t n = NextChunkTokens(gen_, seq.prompt_length() - seq.prefilled, budget, !ran);
+      if (n == 0) break;
+      PrefillChunkInput input;
+      input.chunk_length = ChunkBucketFor(gen_, n);
+      input.kv_length = KvLengthFor(gen_, seq.prefilled + n - 1);
+      input.slot = seq.slot;
+      input.start = seq.prefilled;
+      input.tokens.assign(seq.request.prompt.begin() + seq.prefilled, seq.request.prompt.begin() + seq.prefilled + n);
+      const absl::Time start = clock_.Now();
+      if (seq.prefilled == 0) seq.queue_time = start - seq.enqueued;
+      bool timed_out = false;
+      absl::StatusOr<Logits> logits = CallBackend(
+          in, absl::StrCat("prefill chunk (chunk ", input.chunk_length, ", KV length ", input.kv_length, ")"), 1,
+          [&] { return in.backend->PrefillChunk(input); }, timed_out);
+      if (timed_out) return StepResult::kTimedOut;
+      const absl::Time end = clock_.Now();
+      Report({in.index, true, 1, 1, input.chunk_length, n, end - start, logits.ok(), false, true});
+      ran = true;
+      budget -= n;
+      std::vector<Outcome> ended;
+      if (!logits.ok()) {
+        const bool gone = IsDeviceGone(logits.status());
+        ended.push_back({std::move(in.prefilling[i]), FinishReason::kError, logits.status()});
+        in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
+        Finish(&in, ended);
+        if (gone) return StepResult::kDeviceGone;
+        continue;
+      }
+      seq.prefilled += n;
+      if (seq.prefilled < seq.prompt_length()) continue;  // the same prompt's next chunk, if the budget allows
+      SequencePtr done = std::move(in.prefilling[i]);
+      in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
+      if (std::optional<FinishReason> reason = Deliver(in, *done, logits->row(0), end)) {
+        ended.push_back({std::move(done), *reason, absl::OkStatus()});
+        Finish(&in, ended);
+      } else {
+        in.running.push_back(std::move(done));
+      }
+    }
+    return StepResult::kOk;
+  }
+
   // Step 3: one decode step over every running sequence, in chunks of the largest batch bucket. A failed call
   // fails its own rows only. kDeviceGone: unprocessed rows stay in in.running; kTimedOut: the watchdog answered
   // every row (a row that finished in an earlier chunk of this step included: it is answered UNAVAILABLE).
@@ -424,8 +509,9 @@ class ContinuousBatcher::Impl {
       input.kv_length = KvLengthFor(gen_, max_position);
       const absl::Time start = clock_.Now();
       bool timed_out = false;
-      absl::StatusOr<Logits> logits = CallBackend(in, false, input.batch_size, input.kv_length, rows,
-                                                  [&] { return in.backend->Decode(input); }, timed_out);
+      absl::StatusOr<Logits> logits =
+          CallBackend(in, absl::StrCat("decode (batch ", input.batch_size, ", KV length ", input.kv_length, ")"), rows,
+                      [&] { return in.backend->Decode(input); }, timed_out);
       if (timed_out) return StepResult::kTimedOut;
       const absl::Time produced = clock_.Now();
       Report({in.index, false, input.batch_size, rows, input.kv_length, rows, produced - start, logits.ok()});
@@ -497,10 +583,7 @@ class ContinuousBatcher::Impl {
   // The call is watched (executing under mu_); `timed_out` set: the watchdog answered this instance's sequences
   // while it ran, and the caller must not touch them (the result is dropped).
   template <typename Call>
-  absl::StatusOr<Logits> CallBackend(Instance& in, bool prefill, int batch_size, int64_t length, int rows, Call call,
-                                     bool& timed_out) {
-    const std::string graph = prefill ? absl::StrCat("prefill (length ", length, ")")
-                                      : absl::StrCat("decode (batch ", batch_size, ", KV length ", length, ")");
+  absl::StatusOr<Logits> CallBackend(Instance& in, const std::string& graph, int rows, Call call, bool& timed_out) {
     {
       MutexLock lock(&mu_);
       in.executing = true;
@@ -540,8 +623,10 @@ class ContinuousBatcher::Impl {
         absl::StrCat("model ", model_.name, ", instance ", in.index, " (", descriptions_[in.index],
                      ") is out of service: its device failed"));
     std::vector<Outcome> ended;
-    for (SequencePtr& seq : in.running) ended.push_back({std::move(seq), FinishReason::kError, gone});
-    in.running.clear();
+    for (std::vector<SequencePtr>* list : {&in.running, &in.prefilling}) {
+      for (SequencePtr& seq : *list) ended.push_back({std::move(seq), FinishReason::kError, gone});
+      list->clear();
+    }
     std::vector<Outcome> stranded;
     {
       MutexLock lock(&mu_);

@@ -15,6 +15,15 @@
 // iteration, so a newly admitted prompt delays every running sequence's next token by its prefill time; the
 // budget bounds that delay per iteration.
 //
+// Chunked prefill (generation.prefill_chunk_lengths set): step 2 admits into every free slot without running
+// anything; an admitted prompt is written into its slot chunk by chunk (PrefillChunk, a compiled chunk length
+// each, the slot's earlier positions already written), and each iteration runs the decode step of the sequences
+// running at its start plus chunks, oldest prompt first, while the tokens stay within iteration_token_budget (a
+// decode row counts 1, a chunk its real tokens; the iteration's first chunk always runs). decode_first puts the
+// decode step before the chunks. So a long prompt delays running sequences by about one budget's chunks per
+// step instead of its whole prefill; its own first token comes later (more calls). A prompt's last chunk samples
+// its first token; a sequence cancelled or past its deadline mid-prompt frees its slot at the next iteration.
+//
 // Watchdog: a Prefill/Decode call still running after generation.execution_timeout_ms (0: none) has every
 // sequence its instance holds answered UNAVAILABLE (naming the model, the graph and the instance) and the
 // instance leaves rotation for good, as when its device is gone; the step observer gets a report with timed_out.
@@ -42,7 +51,7 @@
 
 namespace sluice {
 
-// What one engine step did, for metrics: a prefill (batch 1) or a decode step.
+// What one engine step did, for metrics: a prefill (batch 1), a prefill chunk (batch 1) or a decode step.
 struct GenerationStepReport {
   int instance = 0;
   bool prefill = false;
@@ -53,6 +62,7 @@ struct GenerationStepReport {
   absl::Duration compute;
   bool ok = true;
   bool timed_out = false;  // ran past execution_timeout_ms: its sequences answered, its instance out of rotation
+  bool chunk = false;      // a prefill chunk (prefill is true; length: the chunk bucket; real_tokens: its tokens)
 };
 using GenerationStepObserver = std::function<void(const GenerationStepReport&)>;
 

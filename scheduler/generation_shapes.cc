@@ -78,6 +78,21 @@ int64_t KvLengthFor(const GenerationOptions& options, int64_t max_position) {
   return it == options.kv_lengths.end() ? options.kv_lengths.back() : *it;
 }
 
+int64_t NextChunkTokens(const GenerationOptions& options, int64_t remaining, int64_t budget, bool must_run) {
+  int64_t fits = 0;  // the largest chunk length within the budget
+  for (int64_t chunk : options.prefill_chunk_lengths) {
+    if (chunk <= budget) fits = chunk;
+  }
+  if (fits > 0) return std::min(remaining, fits);
+  if (remaining <= budget) return remaining;
+  return must_run ? std::min(remaining, options.prefill_chunk_lengths.front()) : 0;
+}
+
+int64_t ChunkBucketFor(const GenerationOptions& options, int64_t tokens) {
+  auto it = std::lower_bound(options.prefill_chunk_lengths.begin(), options.prefill_chunk_lengths.end(), tokens);
+  return it == options.prefill_chunk_lengths.end() ? options.prefill_chunk_lengths.back() : *it;
+}
+
 int MaxRunningPerInstance(const GenerationOptions& options) {
   return std::min(options.max_num_seqs, options.kv_cache.slots);
 }

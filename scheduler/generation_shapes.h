@@ -26,6 +26,15 @@ int DecodeBatchFor(const GenerationOptions& options, int rows);
 // max_position + 1 positions). REQUIRES: max_position < kv_lengths.back().
 int64_t KvLengthFor(const GenerationOptions& options, int64_t max_position);
 
+// Chunked prefill: the real tokens of a prompt's next chunk, with `remaining` prompt tokens still to write and
+// `budget` tokens left in the engine iteration: the largest compiled chunk length <= budget, capped at remaining;
+// else all of remaining when it fits the budget; else (no chunk fits) 0, unless `must_run` (the iteration's first
+// chunk, so that prompts always progress): then the smallest chunk length, capped at remaining.
+// REQUIRES: options.chunked_prefill(); remaining >= 1.
+int64_t NextChunkTokens(const GenerationOptions& options, int64_t remaining, int64_t budget, bool must_run);
+// The smallest compiled chunk length >= tokens. REQUIRES: 1 <= tokens <= prefill_chunk_lengths.back().
+int64_t ChunkBucketFor(const GenerationOptions& options, int64_t tokens);
+
 // Sequences one instance may run at once: max_num_seqs, bounded by its KV-cache slots.
 int MaxRunningPerInstance(const GenerationOptions& options);
 

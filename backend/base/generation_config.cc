@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
@@ -108,6 +109,11 @@ absl::Status CheckRelations(const YamlNode& node, const GenerationOptions& optio
     return node.Required("prefill_token_budget")->Error(absl::StrCat(
         "must be at least the largest prompt bucket (", options.max_prompt_length(), ")"));
   }
+  if (options.chunked_prefill() && options.prefill_chunk_lengths.back() > options.kv_lengths.front()) {
+    return node.Required("prefill_chunk_lengths")->Error(absl::StrCat(
+        "the largest chunk (", options.prefill_chunk_lengths.back(), ") is over the smallest KV length (",
+        options.kv_lengths.front(), "): a chunk graph attends over at least its own length"));
+  }
   if (options.default_max_tokens >= options.context_length) {
     return node.Required("default_max_tokens")->Error(absl::StrCat(
         "must be below context_length (", options.context_length, ")"));
@@ -136,6 +142,7 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
                                          "decode_batch_sizes", "kv_lengths", "bos_token_id", "eos_token_id",
                                          "max_num_seqs", "prefill_token_budget", "max_queue_size",
                                          "default_max_tokens", "chat_template", "execution_timeout_ms",
+                                         "prefill_chunk_lengths", "iteration_token_budget", "decode_first",
                                          "cross_attention"}));
   GenerationOptions options;
   SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, ParseTokenizerPath(node, model_dir));
@@ -179,6 +186,23 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
   options.prefill_token_budget = options.max_prompt_length();
   if (auto value = node.Optional("prefill_token_budget")) {
     SLUICE_ASSIGN_OR_RETURN(options.prefill_token_budget, BoundedInt(*value, 1, int64_t{1} << 40));
+  }
+  if (node.Optional("prefill_chunk_lengths")) {
+    SLUICE_ASSIGN_OR_RETURN(options.prefill_chunk_lengths,
+                            AscendingList(node, "prefill_chunk_lengths", kMaxContextLength));
+    options.iteration_token_budget = options.max_num_seqs + options.prefill_chunk_lengths.back();
+  }
+  for (const char* key : {"iteration_token_budget", "decode_first"}) {
+    std::optional<YamlNode> value = node.Optional(key);
+    if (value && !options.chunked_prefill()) {
+      return value->Error("applies to chunked prefill only: set prefill_chunk_lengths too");
+    }
+  }
+  if (auto value = node.Optional("iteration_token_budget")) {
+    SLUICE_ASSIGN_OR_RETURN(options.iteration_token_budget, BoundedInt(*value, 1, int64_t{1} << 40));
+  }
+  if (auto value = node.Optional("decode_first")) {
+    SLUICE_ASSIGN_OR_RETURN(options.decode_first, value->AsBool());
   }
   if (auto value = node.Optional("max_queue_size")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t parsed, BoundedInt(*value, 1, std::numeric_limits<int>::max()));

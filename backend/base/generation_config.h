@@ -16,6 +16,11 @@
 //     eos_token_id: 2                     # ends a sequence unless the request ignores EOS; or a list: [128001, 128009]
 //     max_num_seqs: 16                    # sequences decoding at once (<= kv_cache.slots)
 //     prefill_token_budget: 1024          # prompt tokens admitted per engine iteration (>= largest prompt bucket)
+//     prefill_chunk_lengths: [128]        # chunked prefill: graphs/prefill_chunk_c<C>_k<K>.pt for every C and K
+//                                         # (absent: each prompt is prefilled whole, by its prefill_l<L> graph)
+//     iteration_token_budget: 144         # chunked: decode rows + chunk tokens per iteration (default
+//                                         # max_num_seqs + the largest chunk length)
+//     decode_first: true                  # chunked: the decode step runs before the iteration's chunks
 //     max_queue_size: 256                 # waiting sequences; more are refused RESOURCE_EXHAUSTED / 429
 //     default_max_tokens: 128             # when a request does not say
 //     execution_timeout_ms: 60000         # a prefill/decode call running longer: its sequences are answered
@@ -82,6 +87,11 @@ struct GenerationOptions {
   std::vector<int> extra_eos_token_ids;  // the rest of an eos_token_id list: each also ends a sequence
   int max_num_seqs = 0;
   int64_t prefill_token_budget = 0;
+  // Chunked prefill (empty: off). Ascending; each at most kv_lengths.front(). With it on, a prompt is written into
+  // its slot chunk by chunk, interleaved with decode steps, and prefill_token_budget does not apply.
+  std::vector<int64_t> prefill_chunk_lengths;
+  int64_t iteration_token_budget = 0;  // chunked: decode rows + chunk tokens per engine iteration
+  bool decode_first = true;            // chunked: decode step before the iteration's chunks
   int max_queue_size = 256;
   double execution_timeout_ms = 60000;  // 0: none
   int default_max_tokens = 128;
@@ -94,6 +104,7 @@ struct GenerationOptions {
            std::find(extra_eos_token_ids.begin(), extra_eos_token_ids.end(), token) != extra_eos_token_ids.end();
   }
   int max_decode_batch() const { return decode_batch_sizes.back(); }
+  bool chunked_prefill() const { return !prefill_chunk_lengths.empty(); }
 };
 
 // `parent`'s required `tokenizer` key as an absolute path (relative paths against model_dir); an error naming the

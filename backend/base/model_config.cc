@@ -307,6 +307,9 @@ absl::Status CheckEncoderDecoder(const YamlNode& node, const ModelConfig& config
     return node.Error("recognizer whisper needs a generation: section (the decoder) with cross_attention");
   }
   const GenerationOptions& g = *config.generation;
+  if (g.chunked_prefill()) {  // a chunk graph takes no encoder output: admission must be one whole prefill
+    return node.Error("recognizer whisper's decoder cannot use prefill_chunk_lengths (chunked prefill)");
+  }
   const CrossAttentionShape& cross = *g.cross_attention;
   if (output.dtype != DataType::kFp32 || output.shape != std::vector<int64_t>{cross.encoder_positions,
                                                                                cross.encoder_hidden}) {

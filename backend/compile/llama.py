@@ -14,11 +14,15 @@ llama_tiny, plain Llama 2) cover the families hf_checkpoint.py maps onto them:
     as transformers does;
   - sliding_window: each position attends to itself and the sliding_window - 1 before it (Mistral); 0 = none.
 
-Three ways to run the same weights (llama_export.py traces the last two; check_generation_padding.py checks that
+Four ways to run the same weights (llama_export.py traces the last three; check_generation_padding.py checks that
 they agree with the first):
   - LlamaForCausalLM.forward(tokens [1, T]) -> logits [1, T, vocab]: the eager reference, full recompute.
   - PrefillGraph: forward(tokens [1, L], length [1], slot [1], k_cache, v_cache) -> logits [1, vocab] of position
     length-1; writes the prompt's K/V into cache[:, slot, 0:L] in place.
+  - PrefillChunkGraph(kv_length K): forward(tokens [1, C], start [1], length [1], slot [1], k_cache, v_cache) ->
+    logits [1, vocab] of position start+length-1; one chunk of a prompt whose positions [0, start) are already in
+    the slot (earlier chunks, or a cached prefix): writes cache[:, slot, start:start+length] in place (padding rows
+    write into the scratch slot), then attends over cache[:, slot, 0:K] causally.
   - DecodeGraph(kv_length K): forward(tokens [B], positions [B], slots [B], k_cache, v_cache) -> logits [B, vocab];
     writes each row's K/V at cache[:, slot, position] in place, then attends over cache[:, slot, 0:K] with
     positions > position masked.
@@ -256,6 +260,44 @@ class PrefillGraph(nn.Module):
             x = x + layer.self_attn.attend(q, k, v, allowed)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         last = x[0].index_select(0, (length - 1).clamp(0, t - 1))  # [1, hidden]
+        return self.m.logits(self.m.model.norm(last))
+
+
+class PrefillChunkGraph(nn.Module):
+    """One chunk of C prompt tokens at positions [start, start + C) of one slot, attending over the first kv_length
+    cache positions (see the module comment)."""
+
+    def __init__(self, model: LlamaForCausalLM, kv_length: int):
+        super().__init__()
+        self.m = model
+        self.kv_length = kv_length
+
+    def forward(self, tokens, start, length, slot, k_cache, v_cache):
+        c = tokens.shape[1]
+        offsets = torch.arange(c, device=tokens.device)
+        positions = start + offsets                                                  # [C]
+        real = offsets < length
+        # Padding rows write into the scratch slot (the last one), at a position clamped into the cache: the
+        # slot's positions past the chunk keep what they hold (a cached prefix's next blocks, later).
+        scratch = torch.full_like(offsets, k_cache.shape[1] - 1)
+        write_slots = torch.where(real, slot.expand(c), scratch)
+        write_positions = positions.clamp(0, k_cache.shape[2] - 1)
+        kv = torch.arange(self.kv_length, device=tokens.device)
+        allowed = attention_allowed(positions, kv, self.m.config.sliding_window).unsqueeze(0)  # [1, C, K]
+        # As in DecodeGraph: zero the values past the chunk's last real position, so that a never-written cache
+        # region cannot reach the logits through 0 * NaN.
+        unwritten = ~(kv < start + length)[None, :, None, None]                     # [1, K, 1, 1]
+        x = self.m.embed(tokens)                                                     # [1, C, hidden]
+        for i, layer in enumerate(self.m.model.layers):
+            q, k, v = layer.self_attn.qkv(layer.input_layernorm(x), positions)
+            # Write first, then read the slot back: the chunk attends to itself and to what came before it.
+            k_cache[i].index_put_((write_slots, write_positions), k[0])
+            v_cache[i].index_put_((write_slots, write_positions), v[0])
+            keys = k_cache[i, :, :self.kv_length].index_select(0, slot)              # [1, K, kv_heads, Dh]
+            values = v_cache[i, :, :self.kv_length].index_select(0, slot).masked_fill(unwritten, 0.0)
+            x = x + layer.self_attn.attend(q, keys, values, allowed)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        last = x[0].index_select(0, (length - 1).clamp(0, c - 1))                   # [1, hidden]
         return self.m.logits(self.m.model.norm(last))
 
 

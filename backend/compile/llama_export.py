@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Exports a Llama-family generation model into DIR/<name>/: SentencePiece tokenizer.model, per-bucket TorchScript
-graphs (graphs/prefill_l<L>.pt, graphs/decode_b<B>_k<K>.pt), config.yaml (kind generation), and
+graphs (graphs/prefill_l<L>.pt, graphs/decode_b<B>_k<K>.pt, chunked prefill's graphs/prefill_chunk_c<C>_k<K>.pt),
+config.yaml (kind generation), and
 reference_generation.json (greedy generations of the eager model). For the example model `llama_tiny` it also
 writes hf/, a Hugging Face checkpoint of the same weights and tokenizer (LlamaForCausalLM + LlamaTokenizer).
 
   /usr/bin/python3 backend/compile/llama_export.py --out DIR [--target cpu|neuron]          # llama_tiny
   /usr/bin/python3 backend/compile/llama_export.py --out DIR --checkpoint HF_DIR --name NAME  # bring your own
       [--prefill-lengths 64,128,256,512,1024] [--decode-batch-sizes 1,2,4,8,16] [--kv-lengths 256,512,1024]
-      [--slots 16] [--no-reference]
+      [--slots 16] [--prefill-chunk-lengths 32,128|none] [--no-reference]
 
 --checkpoint takes a local Hugging Face Llama-family directory (hf_checkpoint.py) with a SentencePiece
 tokenizer.model (for checkpoints with tokenizer.json, use hf_export.py). The context length is the last --kv-lengths.
@@ -38,6 +39,9 @@ PREFILL_LENGTHS = export_checks.PREFILL_LENGTHS
 DECODE_BATCH_SIZES = export_checks.DECODE_BATCH_SIZES
 KV_LENGTHS = export_checks.KV_LENGTHS
 SLOTS = export_checks.SLOTS
+# Chunked prefill's chunk lengths (graphs/prefill_chunk_c<C>_k<K>.pt for every C and K; each C at most the smallest
+# KV length). 32 and 128: a 1,024-token prompt is 8 chunks of 128; a decode step shares an iteration with one.
+PREFILL_CHUNK_LENGTHS = [32, 128]
 MAX_NEW_TOKENS = 48
 CHAT_TEMPLATE = {"system": "System: ", "user": "User: ", "assistant": "Assistant: ", "separator": "\n"}
 
@@ -117,6 +121,12 @@ def prefill_example(cfg, length: int, slots: int, context: int):
             empty_cache(cfg, slots, context))
 
 
+def chunk_example(cfg, chunk: int, slots: int, context: int, kv_length: int):
+    tokens = torch.randint(0, cfg.vocab_size, (1, chunk), generator=torch.Generator().manual_seed(chunk + kv_length))
+    return (tokens, torch.tensor([kv_length - chunk]), torch.tensor([max(1, chunk - 3)]), torch.tensor([0]),
+            empty_cache(cfg, slots, context), empty_cache(cfg, slots, context))
+
+
 def decode_example(cfg, batch: int, slots: int, context: int, kv_length: int):
     gen = torch.Generator().manual_seed(batch * 7919 + kv_length)
     tokens = torch.randint(0, cfg.vocab_size, (batch,), generator=gen)
@@ -125,11 +135,14 @@ def decode_example(cfg, batch: int, slots: int, context: int, kv_length: int):
             empty_cache(cfg, slots, context))
 
 
-def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_sizes, kv_lengths, slots, log):
+def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_sizes, kv_lengths, slots, log,
+                  chunk_lengths=()):
     cfg = model.config
     context = kv_lengths[-1]
     jobs = [(f"prefill_l{length}.pt", llama.PrefillGraph(model), prefill_example(cfg, length, slots, context))
             for length in prefill_lengths]
+    jobs += [(f"prefill_chunk_c{c}_k{k}.pt", llama.PrefillChunkGraph(model, k),
+              chunk_example(cfg, c, slots, context, k)) for c in chunk_lengths for k in kv_lengths]
     jobs += [(f"decode_b{b}_k{k}.pt", llama.DecodeGraph(model, k), decode_example(cfg, b, slots, context, k))
              for b in batch_sizes for k in kv_lengths]
     # Prefill and decode wrappers hold the model as `m`: one name list (and one weights.pt) serves every graph.
@@ -151,9 +164,9 @@ def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_si
 
 def config_yaml(name: str, cfg: llama.LlamaConfig, target: str, prefill_lengths, batch_sizes, kv_lengths,
                 slots: int, bos: int, eos, source: str, tokenizer: str = "tokenizer.model",
-                notes=(), tool: str = "llama_export.py") -> str:
+                notes=(), tool: str = "llama_export.py", chunk_lengths=()) -> str:
     """config.yaml text. `eos`: one id or a list (every id ends a sequence). `notes`: extra comment lines written
-    after the header."""
+    after the header. `chunk_lengths`: chunked prefill's (none: whole prefills)."""
     import yaml
     f = common._flow  # noqa: SLF001 (the house YAML flow emitter)
     if target == "neuron":
@@ -174,6 +187,7 @@ def config_yaml(name: str, cfg: llama.LlamaConfig, target: str, prefill_lengths,
         "max_num_seqs": min(slots, batch_sizes[-1], 16),
         "prefill_token_budget": max(1024, prefill_lengths[-1]),
         "max_queue_size": 256,
+        **({"prefill_chunk_lengths": list(chunk_lengths)} if chunk_lengths else {}),
         "default_max_tokens": min(128, kv_lengths[-1] - 1),
         "chat_template": CHAT_TEMPLATE,
     }
@@ -292,12 +306,14 @@ def publish(tmp: str, out_dir: str, name: str) -> str:
 
 def export(out_dir: str, target: str = "cpu", checkpoint: Optional[str] = None, name: str = NAME,
            prefill_lengths=None, batch_sizes=None, kv_lengths=None, slots: int = SLOTS,
-           reference: bool = True) -> float:
+           reference: bool = True, chunk_lengths=None) -> float:
     """Builds DIR/<name>/ in a temp dir, then renames it into place (as common.export_model). Returns seconds."""
     import sentencepiece as spm
     prefill_lengths = prefill_lengths or PREFILL_LENGTHS
     batch_sizes = batch_sizes or DECODE_BATCH_SIZES
     kv_lengths = kv_lengths or KV_LENGTHS
+    chunk_lengths = [c for c in (PREFILL_CHUNK_LENGTHS if chunk_lengths is None else chunk_lengths)
+                     if c <= kv_lengths[0]]
     start = time.monotonic()
     tmp = staging_dir(out_dir, name)
 
@@ -326,12 +342,13 @@ def export(out_dir: str, target: str = "cpu", checkpoint: Optional[str] = None, 
         if sp.get_piece_size() > cfg.vocab_size:
             raise ValueError(f"tokenizer has {sp.get_piece_size()} pieces, the model only {cfg.vocab_size} logits")
         log(f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
-            f"{len(prefill_lengths) + len(batch_sizes) * len(kv_lengths)} graphs, target {target}")
+            f"{len(prefill_lengths) + (len(batch_sizes) + len(chunk_lengths)) * len(kv_lengths)} graphs, "
+            f"target {target}")
         export_graphs(model, os.path.join(tmp, "graphs"), target, prefill_lengths, batch_sizes, kv_lengths,
-                      slots, log)
+                      slots, log, chunk_lengths)
         with open(os.path.join(tmp, "config.yaml"), "w") as f:
             f.write(config_yaml(name, cfg, target, prefill_lengths, batch_sizes, kv_lengths, slots, bos, eos,
-                                source))
+                                source, chunk_lengths=chunk_lengths))
         if reference:
             t0 = time.monotonic()
             write_reference(model, sp, name, bos, os.path.join(tmp, "reference_generation.json"), log)
@@ -356,10 +373,15 @@ def main() -> int:
     parser.add_argument("--checkpoint", help="local Hugging Face Llama directory (default: build llama_tiny)")
     parser.add_argument("--name", help=f"model name (default {NAME}; required with --checkpoint)")
     export_checks.add_arguments(parser)
+    parser.add_argument("--prefill-chunk-lengths", default=",".join(map(str, PREFILL_CHUNK_LENGTHS)),
+                        help="chunked prefill's chunk lengths, ascending (those over the smallest KV length are "
+                             "dropped), or none: whole prefills only")
     parser.add_argument("--no-reference", action="store_true", help="skip reference_generation.json")
     args = parser.parse_args()
     try:
         prefill, batches, kvs = export_checks.parse_arguments(args)
+        chunks = [] if args.prefill_chunk_lengths == "none" else export_checks.lengths(args.prefill_chunk_lengths,
+                                                                                      "prefill-chunk-lengths")
         if args.checkpoint and not args.name:
             raise export_checks.UsageError("--checkpoint needs --name")
     except export_checks.UsageError as e:
@@ -368,7 +390,7 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     try:
         export(args.out, args.target, args.checkpoint, args.name or NAME, prefill, batches, kvs, args.slots,
-               not args.no_reference)
+               not args.no_reference, chunks)
     except (ValueError, OSError, KeyError) as e:
         print(f"export failed: {e}", file=sys.stderr)
         return 1

@@ -32,6 +32,27 @@ absl::StatusOr<std::vector<char>> ReadFile(const std::string& path) {
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The replica's NeuronCore position within NEURON_RT_VISIBLE_CORES: one core per replica, else an error naming the
+// fix.
+absl::StatusOr<int> NrtReplicaVnc(const InstanceOptions& options) {
+  const ModelConfig& model = *options.model;
+  const InstanceGroup& group = options.group;
+  if (!group.cores) {
+    return absl::InvalidArgumentError(absl::StrCat(model.name, ": device neuron needs cores (the replica's)"));
+  }
+  const CoreRange cores = *group.cores;  // the repository gives each replica its own slice (ReplicaCores)
+  const char* visible = std::getenv("NEURON_RT_VISIBLE_CORES");
+  SLUICE_ASSIGN_OR_RETURN(NeuronCorePlacement placement,
+                          NeuronPlacementWithinVisible(cores, visible == nullptr ? "" : visible));
+  if (placement.nc_count != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": runtime nrt runs each replica on one NeuronCore (libnrt's nrt_load places a NEFF on one "
+                    "core), but replica ", options.replica, " has cores ", cores.ToString(),
+        ": set the group's count to its number of cores (", cores.size() * group.count, ")"));
+  }
+  return placement.start_nc;
+}
+
 }  // namespace
 
 nrt_dtype_t NrtDtypeOf(DataType dtype) {
@@ -88,23 +109,12 @@ std::vector<int64_t> DecodeNeffLengths(const std::vector<std::byte>& bytes, nrt_
   return lengths;
 }
 
-absl::StatusOr<int> NrtReplicaVnc(const InstanceOptions& options) {
-  const ModelConfig& model = *options.model;
-  const InstanceGroup& group = options.group;
-  if (!group.cores) {
-    return absl::InvalidArgumentError(absl::StrCat(model.name, ": device neuron needs cores (the replica's)"));
-  }
-  const CoreRange cores = *group.cores;  // the repository gives each replica its own slice (ReplicaCores)
-  const char* visible = std::getenv("NEURON_RT_VISIBLE_CORES");
-  SLUICE_ASSIGN_OR_RETURN(NeuronCorePlacement placement,
-                          NeuronPlacementWithinVisible(cores, visible == nullptr ? "" : visible));
-  if (placement.nc_count != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": runtime nrt runs each replica on one NeuronCore (libnrt's nrt_load places a NEFF on one "
-                    "core), but replica ", options.replica, " has cores ", cores.ToString(),
-        ": set the group's count to its number of cores (", cores.size() * group.count, ")"));
-  }
-  return placement.start_nc;
+absl::StatusOr<std::unique_ptr<NeffInstance>> NeffInstance::Create(const InstanceOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(int vnc, NrtReplicaVnc(options));
+  SLUICE_ASSIGN_OR_RETURN(NeffManifest manifest, LoadNeffManifest(*options.model));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<NrtLibrary> library, NrtLibrary::Acquire(options.group.neuron_library));
+  return std::make_unique<NeffInstance>(options.model->name, std::move(library), std::move(manifest), vnc,
+                                        options.cancel);
 }
 
 NeffInstance::NeffInstance(std::string model_name, std::shared_ptr<NrtLibrary> library, NeffManifest manifest,
@@ -134,8 +144,7 @@ NeffInstance::~NeffInstance() {
   // library_ goes last: the final holder's release calls nrt_close.
 }
 
-absl::Status NeffInstance::Load(const RoleCheck& check,
-                                const std::function<absl::Status(LoadedNeff&, BucketLoadStats&)>& warm) {
+absl::Status NeffInstance::Load(NeffModelRunner& runner, int warmup_runs) {
   if (!manifest_.weights_file.empty()) {
     SLUICE_ASSIGN_OR_RETURN(SafetensorsFile weights, SafetensorsFile::Open(manifest_.weights_file));
     weights_ = std::move(weights);
@@ -148,22 +157,36 @@ absl::Status NeffInstance::Load(const RoleCheck& check,
                                                manifest_.buckets.size(), " NEFFs loaded)"));
     }
     const auto start = std::chrono::steady_clock::now();
-    SLUICE_RETURN_IF_ERROR(LoadNeff(bucket, check));
+    SLUICE_RETURN_IF_ERROR(LoadNeff(bucket, runner));
     const auto loaded = std::chrono::steady_clock::now();
     BucketLoadStats stats{bucket.batch_size, bucket.length};
     stats.load_seconds = std::chrono::duration<double>(loaded - start).count();
-    SLUICE_RETURN_IF_ERROR(warm(neffs_.back(), stats));
+    SLUICE_RETURN_IF_ERROR(Warm(runner, warmup_runs, neffs_.back(), stats));
     stats.warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loaded).count();
     stats_.push_back(stats);
   }
   return absl::OkStatus();
 }
 
-LoadedNeff* NeffInstance::Find(NeffGraph graph, int batch_size, int64_t length) {
+absl::Status NeffInstance::Warm(NeffModelRunner& runner, int runs, LoadedNeff& neff, BucketLoadStats& stats) {
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = runner.WarmOnce(neff); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("warming up: ", s.message()));
+    }
+    stats.steady_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoadedNeff*> NeffInstance::Find(NeffGraph graph, int batch_size, int64_t length,
+                                               const std::string& who) {
   for (LoadedNeff& n : neffs_) {
     if (n.manifest->graph == graph && n.manifest->batch_size == batch_size && n.manifest->length == length) return &n;
   }
-  return nullptr;
+  // The scheduler only forms batches of configured buckets and Load() loaded every one: this is a bug, not input.
+  return absl::InternalError(
+      absl::StrCat(who, ": ", NeffGraphName(graph), " NEFF (", batch_size, ", ", length, ") not loaded"));
 }
 
 std::string NeffInstance::Where(const NeffBucket& bucket) const {
@@ -233,7 +256,7 @@ absl::StatusOr<NeffDeviceTensor> NeffInstance::Allocate(size_t size, nrt_dtype_t
 }
 
 absl::Status NeffInstance::CheckAgainstNeff(const NeffBucket& bucket, const std::vector<NeffTensorInfo>& infos,
-                                            const RoleCheck& check) {
+                                            const NeffModelRunner& runner) {
   auto bad = [&](const std::string& tensor, const std::string& why) {
     return absl::FailedPreconditionError(absl::StrCat(Where(bucket), " tensor '", tensor, "': ", why, " (manifest ",
                                                       manifest_.path, ")"));
@@ -277,7 +300,8 @@ absl::Status NeffInstance::CheckAgainstNeff(const NeffBucket& bucket, const std:
       }
       continue;
     }
-    SLUICE_RETURN_IF_ERROR(check(bucket, b, *info, [&](const std::string& why) { return bad(b.tensor, why); }));
+    SLUICE_RETURN_IF_ERROR(
+        runner.CheckRole(bucket, b, *info, [&](const std::string& why) { return bad(b.tensor, why); }));
   }
   for (const auto& [name, directions] : cache_directions) {
     if (directions.second > 0 && directions.first == 0) {
@@ -319,7 +343,7 @@ absl::StatusOr<NeffDeviceTensor> NeffInstance::SharedTensor(const NeffBucket& bu
   return t;
 }
 
-absl::Status NeffInstance::LoadNeff(const NeffBucket& bucket, const RoleCheck& check) {
+absl::Status NeffInstance::LoadNeff(const NeffBucket& bucket, const NeffModelRunner& runner) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<char> neff, ReadFile(bucket.neff));
   LoadedNeff& loaded = neffs_.emplace_back();  // owned (and cleaned up) from here on, whatever fails next
   loaded.manifest = &bucket;
@@ -331,7 +355,7 @@ absl::Status NeffInstance::LoadNeff(const NeffBucket& bucket, const RoleCheck& c
     return NrtCallError("nrt_load", s, absl::StrCat(Where(bucket), " onto NeuronCore ", vnc_));
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<NeffTensorInfo> infos, TensorInfo(loaded.model, bucket));
-  SLUICE_RETURN_IF_ERROR(CheckAgainstNeff(bucket, infos, check));
+  SLUICE_RETURN_IF_ERROR(CheckAgainstNeff(bucket, infos, runner));
   for (auto* set : {&loaded.inputs, &loaded.outputs}) {
     if (NRT_STATUS s = api_.allocate_tensor_set(set); s != NRT_SUCCESS) {
       *set = nullptr;

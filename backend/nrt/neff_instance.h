@@ -64,25 +64,42 @@ struct LoadedNeff {
   std::vector<NeffBucketIo> io;  // inputs, lengths, outputs, output_lengths (weights and caches are shared)
 };
 
+// What a backend built on a NeffInstance supplies (NrtBackend, NrtGenerationBackend): the checks of the tensor
+// roles whose meaning it owns, and one warm-up execution. Called by NeffInstance::Load on the loading thread.
+class NeffModelRunner {
+ public:
+  // Builds the error naming the model, NEFF, tensor and manifest from why the tensor does not fit.
+  using BadTensor = std::function<absl::Status(const std::string& why)>;
+
+  virtual ~NeffModelRunner() = default;
+
+  // Checks one binding whose role the runner owns (input, lengths, output, output_lengths, and cache sizes)
+  // against what the NEFF reports; weights are checked by NeffInstance against the safetensors file.
+  virtual absl::Status CheckRole(const NeffBucket& bucket, const NeffTensorBinding& binding,
+                                 const NeffTensorInfo& info, const BadTensor& bad) const = 0;
+  // Executes `neff` once on all-padding inputs of its shape (writing only the scratch slot of any cache).
+  virtual absl::Status WarmOnce(LoadedNeff& neff) = 0;
+};
+
 class NeffInstance {
  public:
-  // Checks one binding whose role the caller owns (input, lengths, output, output_lengths, and cache sizes)
-  // against what the NEFF reports. `bad(why)` builds the error naming the model, NEFF, tensor and manifest.
-  using RoleCheck = std::function<absl::Status(const NeffBucket&, const NeffTensorBinding&, const NeffTensorInfo&,
-                                               const std::function<absl::Status(const std::string&)>& bad)>;
+  // The replica's NeuronCore (one per replica, else an error naming the fix), the model's NEFF manifest and the
+  // runtime library of options.group; `options.cancel` (may be null) is checked before each NEFF loads.
+  static absl::StatusOr<std::unique_ptr<NeffInstance>> Create(const InstanceOptions& options);
 
-  // `cancel` (may be null): checked before each NEFF loads; set, Load() stops with Cancelled.
   NeffInstance(std::string model_name, std::shared_ptr<NrtLibrary> library, NeffManifest manifest, int vnc,
                const std::atomic<bool>* cancel);
   NeffInstance(const NeffInstance&) = delete;
   NeffInstance& operator=(const NeffInstance&) = delete;
   ~NeffInstance();
 
-  // Loads, checks and binds every NEFF of the manifest, in order; `warm` runs after each NEFF is bound (its load
-  // stats filled in). On error what was loaded stays owned and is released by the destructor.
-  absl::Status Load(const RoleCheck& check, const std::function<absl::Status(LoadedNeff&, BucketLoadStats&)>& warm);
+  // Loads, checks (runner.CheckRole) and binds every NEFF of the manifest, in order, and warms each once bound:
+  // `warmup_runs` runner.WarmOnce calls, the last one's time its steady_seconds. On error what was loaded stays
+  // owned and is released by the destructor.
+  absl::Status Load(NeffModelRunner& runner, int warmup_runs);
 
-  LoadedNeff* Find(NeffGraph graph, int batch_size, int64_t length);
+  // The loaded NEFF of that graph and shape; else an Internal error "`who`: decode NEFF (4, 128) not loaded".
+  absl::StatusOr<LoadedNeff*> Find(NeffGraph graph, int batch_size, int64_t length, const std::string& who);
 
   absl::Status Write(const NeffBucketIo& io, const void* data, size_t size, const LoadedNeff& neff);
   absl::Status Read(const NeffBucketIo& io, void* data, size_t size, const LoadedNeff& neff);
@@ -104,9 +121,10 @@ class NeffInstance {
   absl::StatusOr<std::vector<NeffTensorInfo>> TensorInfo(nrt_model_t* model, const NeffBucket& bucket);
   absl::StatusOr<NeffDeviceTensor> Allocate(size_t size, nrt_dtype_t dtype, const std::string& name,
                                             const std::string& context);
-  absl::Status LoadNeff(const NeffBucket& bucket, const RoleCheck& check);
+  absl::Status LoadNeff(const NeffBucket& bucket, const NeffModelRunner& runner);
+  absl::Status Warm(NeffModelRunner& runner, int runs, LoadedNeff& neff, BucketLoadStats& stats);
   absl::Status CheckAgainstNeff(const NeffBucket& bucket, const std::vector<NeffTensorInfo>& infos,
-                                const RoleCheck& check);
+                                const NeffModelRunner& runner);
   absl::StatusOr<NeffDeviceTensor> SharedTensor(const NeffBucket& bucket, const NeffTensorBinding& binding,
                                                 const NeffTensorInfo& info);
 
@@ -127,9 +145,5 @@ class NeffInstance {
 // The lengths tensor's bytes (INT32 or INT64, one per row) and back.
 std::vector<std::byte> EncodeNeffLengths(const std::vector<int64_t>& lengths, nrt_dtype_t dtype);
 std::vector<int64_t> DecodeNeffLengths(const std::vector<std::byte>& bytes, nrt_dtype_t dtype);
-
-// The replica's NeuronCore position within NEURON_RT_VISIBLE_CORES (one core per replica, else an error naming the
-// fix), for CreateNrtBackend and CreateNrtGenerationBackend.
-absl::StatusOr<int> NrtReplicaVnc(const InstanceOptions& options);
 
 }  // namespace sluice

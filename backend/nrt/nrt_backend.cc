@@ -1,6 +1,5 @@
 #include "backend/nrt/nrt_backend.h"
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,63 +12,56 @@
 namespace sluice {
 namespace {
 
-class NrtBackend final : public Backend {
+class NrtBackend final : public Backend, private NeffModelRunner {
  public:
-  NrtBackend(const InstanceOptions& options, std::shared_ptr<NrtLibrary> library, NeffManifest manifest, int vnc)
-      : model_(*options.model),
-        replica_(options.replica),
-        instance_(model_.name, std::move(library), std::move(manifest), vnc, options.cancel) {}
+  NrtBackend(const InstanceOptions& options, std::unique_ptr<NeffInstance> instance)
+      : model_(*options.model), replica_(options.replica), instance_(std::move(instance)) {}
 
-  absl::Status Load(int warmup_runs) {
-    return instance_.Load(
-        [this](const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
-               const std::function<absl::Status(const std::string&)>& bad) { return Check(bucket, b, info, bad); },
-        [this, warmup_runs](LoadedNeff& neff, BucketLoadStats& stats) { return Warm(neff, warmup_runs, stats); });
-  }
+  absl::Status Load(int warmup_runs) { return instance_->Load(*this, warmup_runs); }
 
   absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) override {
     SLUICE_RETURN_IF_ERROR(ValidatePaddedBatch(model_, batch));
-    LoadedNeff* neff = instance_.Find(NeffGraph::kBucket, batch.batch_size, batch.length);
-    if (neff == nullptr) return absl::InternalError(absl::StrCat(Describe(), ": bucket not loaded"));
+    SLUICE_ASSIGN_OR_RETURN(LoadedNeff * neff,
+                            instance_->Find(NeffGraph::kBucket, batch.batch_size, batch.length, Describe()));
     for (const NeffBucketIo& io : neff->io) {
       if (io.binding.role == NeffTensorRole::kInput) {
         const HostTensor& t = batch.inputs[io.binding.model_index];
-        SLUICE_RETURN_IF_ERROR(instance_.Write(io, t.bytes.data(), t.bytes.size(), *neff));
+        SLUICE_RETURN_IF_ERROR(instance_->Write(io, t.bytes.data(), t.bytes.size(), *neff));
       } else if (io.binding.role == NeffTensorRole::kLengths) {
         std::vector<std::byte> bytes = EncodeNeffLengths(batch.row_lengths, io.device.dtype);
-        SLUICE_RETURN_IF_ERROR(instance_.Write(io, bytes.data(), bytes.size(), *neff));
+        SLUICE_RETURN_IF_ERROR(instance_->Write(io, bytes.data(), bytes.size(), *neff));
       }
     }
-    SLUICE_RETURN_IF_ERROR(instance_.Execute(*neff, Describe()));
+    SLUICE_RETURN_IF_ERROR(instance_->Execute(*neff, Describe()));
     BatchResult result;
     result.outputs.resize(model_.outputs.size());
     for (const NeffBucketIo& io : neff->io) {
       if (io.binding.role == NeffTensorRole::kOutput) {
         HostTensor out = HostTensor::Zeros(model_.outputs[io.binding.model_index].dtype, io.shape);
-        SLUICE_RETURN_IF_ERROR(instance_.Read(io, out.bytes.data(), out.bytes.size(), *neff));
+        SLUICE_RETURN_IF_ERROR(instance_->Read(io, out.bytes.data(), out.bytes.size(), *neff));
         result.outputs[io.binding.model_index] = std::move(out);
       } else if (io.binding.role == NeffTensorRole::kOutputLengths) {
         std::vector<std::byte> bytes(io.device.size);
-        SLUICE_RETURN_IF_ERROR(instance_.Read(io, bytes.data(), bytes.size(), *neff));
+        SLUICE_RETURN_IF_ERROR(instance_->Read(io, bytes.data(), bytes.size(), *neff));
         result.output_lengths = DecodeNeffLengths(bytes, io.device.dtype);
       }
     }
     return result;
   }
 
-  const std::vector<BucketLoadStats>& load_stats() const override { return instance_.load_stats(); }
-  InstanceMemory memory() const override { return instance_.memory(); }
+  const std::vector<BucketLoadStats>& load_stats() const override { return instance_->load_stats(); }
+  InstanceMemory memory() const override { return instance_->memory(); }
 
   std::string Describe() const override {
-    return absl::StrCat(model_.name, "#", replica_, " on neuron (nrt, NeuronCore ", instance_.vnc(),
+    return absl::StrCat(model_.name, "#", replica_, " on neuron (nrt, NeuronCore ", instance_->vnc(),
                         " of the visible)");
   }
 
  private:
   // The roles of a batch model's bucket NEFF: inputs [B, L, ...] of the config's dtype, one length per row,
   // outputs [B, ...] fitting the config's shape. Caches are sized by the NEFF (buckets sharing one must agree).
-  absl::Status Check(const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
-                     const std::function<absl::Status(const std::string&)>& bad) const {
+  absl::Status CheckRole(const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
+                         const BadTensor& bad) const override {
     auto expect = [&](nrt_dtype_t dtype, size_t size, const std::string& what) -> absl::Status {
       if (info.dtype != dtype || info.size != size) {
         return bad(absl::StrCat("the NEFF has ", NrtDtypeName(info.dtype), ", ", info.size, " bytes; ", what,
@@ -116,7 +108,8 @@ class NrtBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status Warm(LoadedNeff& neff, int runs, BucketLoadStats& stats) {
+  // A full batch of zeros at the bucket's length, as the TorchScript backend warms (FullZeroBatch).
+  absl::Status WarmOnce(LoadedNeff& neff) override {
     const NeffBucket& bucket = *neff.manifest;
     PaddedBatch batch{bucket.batch_size, bucket.length, {}, std::vector<int64_t>(bucket.batch_size, bucket.length)};
     for (const TensorSpec& spec : model_.inputs) {
@@ -124,29 +117,19 @@ class NrtBackend final : public Backend {
       shape.insert(shape.end(), spec.shape.begin() + 1, spec.shape.end());
       batch.inputs.push_back(HostTensor::Zeros(spec.dtype, shape));
     }
-    for (int i = 0; i < runs; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      absl::StatusOr<BatchResult> result = Execute(batch);
-      if (!result.ok()) {
-        return absl::Status(result.status().code(), absl::StrCat("warming up: ", result.status().message()));
-      }
-      stats.steady_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    return absl::OkStatus();
+    return Execute(batch).status();
   }
 
   const ModelConfig& model_;
   const int replica_;
-  NeffInstance instance_;
+  std::unique_ptr<NeffInstance> instance_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateNrtBackend(const InstanceOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(int vnc, NrtReplicaVnc(options));
-  SLUICE_ASSIGN_OR_RETURN(NeffManifest manifest, LoadNeffManifest(*options.model));
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<NrtLibrary> library, NrtLibrary::Acquire(options.group.neuron_library));
-  auto backend = std::make_unique<NrtBackend>(options, std::move(library), std::move(manifest), vnc);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<NeffInstance> instance, NeffInstance::Create(options));
+  auto backend = std::make_unique<NrtBackend>(options, std::move(instance));
   SLUICE_RETURN_IF_ERROR(backend->Load(options.warmup_runs));
   return backend;
 }

@@ -1,7 +1,7 @@
 #include "backend/nrt/nrt_generation_backend.h"
 
-#include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,42 +14,36 @@
 namespace sluice {
 namespace {
 
-class NrtGenerationBackend final : public GenerationBackend {
+class NrtGenerationBackend final : public GenerationBackend, private NeffModelRunner {
  public:
-  NrtGenerationBackend(const InstanceOptions& options, std::shared_ptr<NrtLibrary> library, NeffManifest manifest,
-                       int vnc)
+  NrtGenerationBackend(const InstanceOptions& options, std::unique_ptr<NeffInstance> instance)
       : model_(*options.model),
         generation_(*options.model->generation),
         replica_(options.replica),
         scratch_slot_(generation_.kv_cache.slots),
-        instance_(model_.name, std::move(library), std::move(manifest), vnc, options.cancel) {}
+        instance_(std::move(instance)) {}
 
-  absl::Status Load(int warmup_runs) {
-    return instance_.Load(
-        [this](const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
-               const std::function<absl::Status(const std::string&)>& bad) { return Check(bucket, b, info, bad); },
-        [this, warmup_runs](LoadedNeff& neff, BucketLoadStats& stats) { return Warm(neff, warmup_runs, stats); });
-  }
+  absl::Status Load(int warmup_runs) { return instance_->Load(*this, warmup_runs); }
 
   absl::StatusOr<Logits> Prefill(const PrefillInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidatePrefillInput(model_, input));
-    LoadedNeff* neff = instance_.Find(NeffGraph::kPrefill, 1, input.bucket_length);
-    if (neff == nullptr) return absl::InternalError(absl::StrCat(Describe(), ": prefill NEFF not loaded"));
+    SLUICE_ASSIGN_OR_RETURN(LoadedNeff * neff,
+                            instance_->Find(NeffGraph::kPrefill, 1, input.bucket_length, Describe()));
     return RunPrefill(*neff, input.tokens, input.slot);
   }
 
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
-    LoadedNeff* neff = instance_.Find(NeffGraph::kDecode, input.batch_size, input.kv_length);
-    if (neff == nullptr) return absl::InternalError(absl::StrCat(Describe(), ": decode NEFF not loaded"));
+    SLUICE_ASSIGN_OR_RETURN(LoadedNeff * neff,
+                            instance_->Find(NeffGraph::kDecode, input.batch_size, input.kv_length, Describe()));
     return RunDecode(*neff, input.rows, 0);
   }
 
-  const std::vector<BucketLoadStats>& load_stats() const override { return instance_.load_stats(); }
-  InstanceMemory memory() const override { return instance_.memory(); }
+  const std::vector<BucketLoadStats>& load_stats() const override { return instance_->load_stats(); }
+  InstanceMemory memory() const override { return instance_->memory(); }
 
   std::string Describe() const override {
-    return absl::StrCat(model_.name, "#", replica_, " on neuron (nrt, NeuronCore ", instance_.vnc(),
+    return absl::StrCat(model_.name, "#", replica_, " on neuron (nrt, NeuronCore ", instance_->vnc(),
                         " of the visible, ", KvCacheSummary(generation_), ")");
   }
 
@@ -58,8 +52,8 @@ class NrtGenerationBackend final : public GenerationBackend {
   // length and slot [1], positions and slots [B]; logits FP32 [rows, vocab]; each cache FP32 [layers, slots + 1,
   // context_length, kv_heads, head_dim] — its byte size is what makes every NEFF share one cache of the config's
   // size (the sizes a NEFF reports are checked here, and all NEFFs must agree: NeffInstance::SharedTensor).
-  absl::Status Check(const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
-                     const std::function<absl::Status(const std::string&)>& bad) const {
+  absl::Status CheckRole(const NeffBucket& bucket, const NeffTensorBinding& b, const NeffTensorInfo& info,
+                         const BadTensor& bad) const override {
     std::vector<int64_t> want;
     nrt_dtype_t dtype = NRT_DTYPE_INT64;
     const int64_t rows = bucket.batch_size;
@@ -98,15 +92,15 @@ class NrtGenerationBackend final : public GenerationBackend {
     for (const NeffBucketIo& io : neff.io) {
       if (io.binding.role != NeffTensorRole::kInput) continue;
       const std::vector<int64_t>& values = inputs[io.binding.model_index];
-      SLUICE_RETURN_IF_ERROR(instance_.Write(io, values.data(), values.size() * sizeof(int64_t), neff));
+      SLUICE_RETURN_IF_ERROR(instance_->Write(io, values.data(), values.size() * sizeof(int64_t), neff));
     }
-    SLUICE_RETURN_IF_ERROR(instance_.Execute(neff, absl::StrCat(Describe(), " ", what)));
+    SLUICE_RETURN_IF_ERROR(instance_->Execute(neff, absl::StrCat(Describe(), " ", what)));
     for (const NeffBucketIo& io : neff.io) {
       if (io.binding.role != NeffTensorRole::kOutput) continue;
       Logits logits{rows, generation_.vocab_size, {}};
       logits.values.resize(static_cast<size_t>(rows) * generation_.vocab_size);
       // Only the real rows are read: the padding rows' logits never leave the device.
-      SLUICE_RETURN_IF_ERROR(instance_.Read(io, logits.values.data(), logits.values.size() * sizeof(float), neff));
+      SLUICE_RETURN_IF_ERROR(instance_->Read(io, logits.values.data(), logits.values.size() * sizeof(float), neff));
       return logits;
     }
     return absl::InternalError(absl::StrCat(Describe(), ": ", neff.manifest->neff, " has no logits output"));
@@ -133,29 +127,21 @@ class NrtGenerationBackend final : public GenerationBackend {
                absl::StrCat("decode (batch ", batch, ", KV length ", neff.manifest->length, ")"));
   }
 
-  absl::Status Warm(LoadedNeff& neff, int runs, BucketLoadStats& stats) {
+  // As the TorchScript backend warms: the whole prompt bucket, or only padding rows at the last position (the
+  // widest attention), writing the scratch slot only.
+  absl::Status WarmOnce(LoadedNeff& neff) override {
     const NeffBucket& bucket = *neff.manifest;
-    for (int i = 0; i < runs; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      // As the TorchScript backend warms: the whole prompt bucket, or only padding rows at the last position (the
-      // widest attention), writing the scratch slot only.
-      absl::StatusOr<Logits> result =
-          bucket.graph == NeffGraph::kPrefill
-              ? RunPrefill(neff, std::vector<int32_t>(static_cast<size_t>(bucket.length), 0), scratch_slot_)
-              : RunDecode(neff, {}, bucket.length - 1);
-      if (!result.ok()) {
-        return absl::Status(result.status().code(), absl::StrCat("warming up: ", result.status().message()));
-      }
-      stats.steady_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (bucket.graph == NeffGraph::kPrefill) {
+      return RunPrefill(neff, std::vector<int32_t>(static_cast<size_t>(bucket.length), 0), scratch_slot_).status();
     }
-    return absl::OkStatus();
+    return RunDecode(neff, {}, bucket.length - 1).status();
   }
 
   const ModelConfig& model_;
   const GenerationOptions& generation_;
   const int replica_;
   const int scratch_slot_;
-  NeffInstance instance_;
+  std::unique_ptr<NeffInstance> instance_;
 };
 
 }  // namespace
@@ -164,10 +150,13 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateNrtGenerationBackend(co
   if (!options.model->generation) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, " is not a generation model"));
   }
-  SLUICE_ASSIGN_OR_RETURN(int vnc, NrtReplicaVnc(options));
-  SLUICE_ASSIGN_OR_RETURN(NeffManifest manifest, LoadNeffManifest(*options.model));
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<NrtLibrary> library, NrtLibrary::Acquire(options.group.neuron_library));
-  auto backend = std::make_unique<NrtGenerationBackend>(options, std::move(library), std::move(manifest), vnc);
+  if (options.model->generation->chunked_prefill()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", options.model->name, ": runtime nrt has no prefill chunk NEFFs yet; remove ",
+        "generation.prefill_chunk_lengths (whole prefills)"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<NeffInstance> instance, NeffInstance::Create(options));
+  auto backend = std::make_unique<NrtGenerationBackend>(options, std::move(instance));
   SLUICE_RETURN_IF_ERROR(backend->Load(options.warmup_runs));
   return backend;
 }

@@ -7,7 +7,8 @@ namespace sluice::loadtest {
 
 const std::vector<std::string>& ApiNames() {
   static const std::vector<std::string>* const kNames =
-      new std::vector<std::string>{"kserve", "riva-offline", "riva-streaming", "openai", "triton-stream"};
+      new std::vector<std::string>{"kserve", "riva-offline", "riva-streaming", "openai", "triton-stream",
+                                   "openai-audio"};
   return *kNames;
 }
 

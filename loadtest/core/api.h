@@ -17,6 +17,7 @@ enum class Api {
   kRivaStreaming,  // Riva StreamingRecognize, chunked PCM streams (speech/)
   kOpenAi,         // streamed /v1/completions (or chat) over HTTP (generation/)
   kTritonStream,   // Triton's decoupled ModelStreamInfer over gRPC (generation/)
+  kOpenAiAudio,    // OpenAI /v1/audio/transcriptions over HTTP, one WAV file per request (speech/)
 };
 
 // Every API's --api spelling, in the enum's order.
@@ -26,6 +27,10 @@ absl::string_view ApiName(Api api);
 absl::StatusOr<Api> ParseApi(absl::string_view name);
 
 inline bool IsRivaApi(Api api) { return api == Api::kRivaOffline || api == Api::kRivaStreaming; }
+// The speech APIs (speech/): Riva's and OpenAI's transcriptions.
+inline bool IsSpeechApi(Api api) { return IsRivaApi(api) || api == Api::kOpenAiAudio; }
+// One whole recording per request (the ordinary runner): riva-offline and openai-audio.
+inline bool IsWholeFileSpeechApi(Api api) { return api == Api::kRivaOffline || api == Api::kOpenAiAudio; }
 inline bool IsGenerationApi(Api api) { return api == Api::kOpenAi || api == Api::kTritonStream; }
 
 }  // namespace sluice::loadtest

@@ -52,7 +52,7 @@ struct WerStats {
 };
 
 struct SpeechStats {
-  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming
+  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming | openai-audio
   int streams = 0;  // riva-streaming: concurrent streams
   double chunk_ms = 0;
   bool realtime = false;

@@ -34,7 +34,8 @@ std::string RunLine(const RunSummary& s) {
     mode = absl::StrFormat("Riva StreamingRecognize, %d streams, %.4g ms chunks %s", s.speech->streams,
                            s.speech->chunk_ms, s.speech->realtime ? "at real time" : "as fast as flow control allows");
   } else if (s.speech) {
-    mode = absl::StrCat("Riva Recognize, ", mode);
+    mode = absl::StrCat(s.speech->api == Api::kOpenAiAudio ? "OpenAI /v1/audio/transcriptions, " : "Riva Recognize, ",
+                        mode);
   }
   return absl::StrFormat("%s; measured window %.2f s (run %.2f s, stopped by %s%s)", mode, s.window_s, s.wall_s,
                          s.stop_reason, s.capped ? ", CAPPED" : "");
@@ -45,7 +46,7 @@ std::string LatencyRow(const std::string& name, const LatencyStats& l) {
                          Ms(l, l.p90_ms), Ms(l, l.p95_ms), Ms(l, l.p99_ms), Ms(l, l.max_ms));
 }
 
-// The Riva APIs' figures: audio, RTFx, the streaming latencies and WER.
+// The speech APIs' figures: audio, RTFx, the streaming latencies and WER.
 std::string SpeechSection(const SpeechStats& s) {
   std::string out = absl::StrFormat("speech (%s): %.1f s of audio sent and transcribed, RTFx %.2f (audio seconds "
                                     "per wall second of the window)\n",

@@ -25,6 +25,10 @@ class SpeechDriver final : public ApiDriver {
     } else if (absl::Status s = CheckRequestLoop(options.streaming.streams, options.sweep); !s.ok()) {
       return s;
     }
+    if (api_ == Api::kOpenAiAudio) {
+      options.protocol = "http";  // OpenAI's API is HTTP; KServe REST on the same port describes the models
+      return absl::OkStatus();
+    }
     if (options.protocol != "grpc") {
       return absl::InvalidArgumentError("the Riva speech API is gRPC: --protocol http does not apply to it");
     }
@@ -41,7 +45,7 @@ class SpeechDriver final : public ApiDriver {
     return VerifyOverKServe(control, model, options);
   }
 
-  // The models must be served over the Riva API (the server says so before any load).
+  // Riva: the models must be served over the Riva API (the server says so before any load).
   absl::Status Prepare(InferClient& control, const AppOptions& options, const Workload& workload, const SloSpec&,
                        int64_t) override {
     SpeechLoadOptions speech;

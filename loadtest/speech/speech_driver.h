@@ -10,7 +10,7 @@
 
 namespace sluice::loadtest {
 
-// REQUIRES: IsRivaApi(api).
+// REQUIRES: IsSpeechApi(api).
 std::unique_ptr<ApiDriver> MakeSpeechDriver(Api api);
 
 }  // namespace sluice::loadtest

@@ -1,9 +1,10 @@
-// The load of the Riva speech APIs (--api riva-offline | riva-streaming) over a workload of speech models:
-// riva-offline runs the ordinary runner (closed or open loop) through a RivaOfflineClient and collects the
+// The load of the speech APIs (--api riva-offline | riva-streaming | openai-audio) over a workload of speech models:
+// riva-offline and openai-audio run the ordinary runner (closed or open loop) through a RivaOfflineClient or an
+// OpenAiAudioClient (HTTP: the client options' address is the server's HTTP port) and collect the
 // transcripts of the requests that have references; riva-streaming runs RunStreams. Either way one run gives
 // the request records (for the ordinary summary, timeline and histogram) and the speech figures.
-// Create() asks the server's GetRivaSpeechRecognitionConfig whether it serves each model over the Riva API, so
-// that a model without a `speech:` section fails before any load with the server's reason.
+// For the Riva APIs, Create() asks the server's GetRivaSpeechRecognitionConfig whether it serves each model over the
+// Riva API, so that a model without a `speech:` section fails before any load with the server's reason.
 // Thread-safety: Run() blocks its calling thread and is not reentrant.
 #pragma once
 
@@ -21,7 +22,7 @@
 namespace sluice::loadtest {
 
 struct SpeechLoadOptions {
-  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming
+  Api api = Api::kRivaOffline;  // riva-offline | riva-streaming | openai-audio
   StreamingOptions streaming;
   ClientOptions client;  // address, channels, bearer token (gRPC)
 };
@@ -52,7 +53,7 @@ class SpeechLoad {
 
   const SpeechLoadOptions options_;
   const Workload& workload_;
-  std::unique_ptr<LoadClient> offline_client_;  // riva-offline
+  std::unique_ptr<LoadClient> offline_client_;  // riva-offline, openai-audio
 };
 
 }  // namespace sluice::loadtest

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/kserve/grpc_service.h"
+#include "server/voice/openai_transcriptions.h"
 #include "server/voice/riva_service.h"
 #include "server/kserve/http_service.h"
 #include "server/app/tls_files.h"
@@ -198,6 +199,12 @@ absl::Status Server::StartHttp() {
   options.bearer_token = config_.bearer_token;
   options.tls_cert_path = config_.tls_cert_path;
   options.tls_key_path = config_.tls_key_path;
+  transcriptions_ = std::make_unique<voice::OpenAiTranscriptions>(hub_.get(), riva_service_->models(),
+                                                                  riva_service_->metrics(), riva_service_->decodes());
+  options.transcriptions = [transcriptions = transcriptions_.get()](
+                               HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
+    transcriptions->Serve(request, exchange);
+  };
   absl::StatusOr<std::unique_ptr<HttpService>> http = HttpService::Start(options);
   if (!http.ok()) return http.status();
   http_ = *std::move(http);

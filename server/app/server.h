@@ -26,6 +26,7 @@ namespace sluice {
 class HttpService;
 class InferenceGrpcService;
 namespace voice {
+class OpenAiTranscriptions;
 class RivaAsrService;
 }
 
@@ -64,6 +65,8 @@ class Server {
   std::unique_ptr<ModelHub> hub_;
   std::unique_ptr<InferenceGrpcService> grpc_service_;
   std::unique_ptr<voice::RivaAsrService> riva_service_;  // speech recognition on the same port
+  // POST /v1/audio/transcriptions over riva_service_'s models, decode admission and metrics (HTTP port).
+  std::unique_ptr<voice::OpenAiTranscriptions> transcriptions_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<HttpService> http_;
   int grpc_port_ = 0;

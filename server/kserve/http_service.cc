@@ -22,13 +22,15 @@
 namespace sluice {
 namespace {
 
-// What a handler gets: the hub, the request, where to answer, and the {model}/{version} the route matched.
+// What a handler gets: the hub, the request (a handler may take its body), where to answer, the
+// {model}/{version} the route matched, and the service's options (the transcription handler).
 struct RouteContext {
   ModelHub& hub;
-  const HttpRequest& request;
+  HttpRequest& request;
   const std::shared_ptr<HttpExchange>& exchange;
   std::string model;
   std::string version;
+  const HttpServiceOptions& options;
 };
 
 void SendJson(HttpExchange& exchange, int status, std::string body) {
@@ -205,6 +207,15 @@ const Route kRoutes[] = {
      [](RouteContext& c) { ServeOpenAiGeneration(c.hub, OpenAiEndpoint::kChat, c.request, c.exchange); }, true},
     {"POST", "/v1/embeddings", [](RouteContext& c) { ServeOpenAiEmbeddings(c.hub, c.request, c.exchange); }, true},
     {"GET", "/v1/models", [](RouteContext& c) { ServeOpenAiModels(c.hub, c.exchange); }, true},
+    // OpenAI speech to text for the voice models (server/voice/openai_transcriptions.h).
+    {"POST", "/v1/audio/transcriptions",
+     [](RouteContext& c) {
+       if (!c.options.transcriptions) {
+         return SendOpenAiError(*c.exchange, absl::NotFoundError("this server has no voice service"));
+       }
+       c.options.transcriptions(c.request, c.exchange);
+     },
+     true},
 };
 
 // The segments of a path ("/v2/models/m" -> v2, models, m).
@@ -233,7 +244,9 @@ bool MatchPath(absl::string_view pattern, const std::vector<absl::string_view>& 
   return g == got.size();
 }
 
-void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+void Route(const HttpServiceOptions& options, HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  ModelHub& hub = *options.hub;
+  const std::string& token = options.bearer_token;
   // The OpenAI routes answer their errors (auth, 404, 405 included) in OpenAI's shape.
   const bool openai = absl::StartsWith(request.path, "/v1/");
   auto send_error = [&](const absl::Status& status) {
@@ -242,7 +255,7 @@ void Route(ModelHub& hub, const std::string& token, HttpRequest request, std::sh
   bool path_known = false;
   const std::vector<absl::string_view> segments = PathSegments(request.path);
   for (const auto& route : kRoutes) {
-    RouteContext context{hub, request, exchange, "", ""};
+    RouteContext context{hub, request, exchange, "", "", options};
     if (!MatchPath(route.pattern, segments, context.model, context.version)) continue;
     path_known = true;
     if (request.method != route.method) continue;
@@ -274,11 +287,10 @@ absl::StatusOr<std::unique_ptr<HttpService>> HttpService::Start(const HttpServic
   server.limits.idle_timeout = absl::Milliseconds(options.http.idle_timeout_ms);
   server.tls_cert_path = options.tls_cert_path;
   server.tls_key_path = options.tls_key_path;
-  ModelHub* hub = options.hub;
-  std::string token = options.bearer_token;
+  auto shared = std::make_shared<const HttpServiceOptions>(options);
   absl::StatusOr<std::unique_ptr<HttpServer>> started =
-      HttpServer::Start(server, [hub, token](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
-        Route(*hub, token, std::move(request), std::move(exchange));
+      HttpServer::Start(server, [shared](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+        Route(*shared, std::move(request), std::move(exchange));
       });
   if (!started.ok()) return started.status();
   std::unique_ptr<HttpService> service(new HttpService());

@@ -10,8 +10,11 @@
 #include <memory>
 #include <string>
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "backend/base/server_config.h"
+#include "server/http/http_exchange.h"
 #include "server/hub/model_hub.h"
 
 namespace sluice {
@@ -25,6 +28,9 @@ struct HttpServiceOptions {
   int64_t max_body_bytes = 64 << 20;
   std::string bearer_token;                 // empty: no check
   std::string tls_cert_path, tls_key_path;  // both set: HTTPS
+  // POST /v1/audio/transcriptions (server/voice/openai_transcriptions.h), given by the server so that this
+  // library does not depend on the voice one; empty: the route answers 404. Runs on an io thread; may take the body.
+  std::function<void(HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange)> transcriptions;
 };
 
 class HttpService {

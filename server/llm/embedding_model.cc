@@ -50,6 +50,50 @@ class RowGather {
   EmbeddingCompletion done_ ABSL_GUARDED_BY(mu_);
 };
 
+absl::Status Withdrawn() { return absl::CancelledError("the embedding call was withdrawn (the client went away)"); }
+
+}  // namespace
+
+// One call's withdrawal: the flag its client's disconnect sets and the handles of the rows submitted so far.
+// Thread-safety: any thread; mu_ is a leaf, never held while a row is cancelled (that may answer rows at once).
+class EmbeddingWithdrawal {
+ public:
+  void Cancel() {
+    std::vector<InferHandle> rows;
+    {
+      MutexLock lock(&mu_);
+      cancelled_ = true;
+      rows = rows_;
+    }
+    for (const InferHandle& row : rows) row.Cancel();
+  }
+  bool cancelled() {
+    MutexLock lock(&mu_);
+    return cancelled_;
+  }
+  // Keeps a submitted row's handle; cancels the row at once when the call was withdrawn while it was submitted.
+  void Add(InferHandle row) {
+    bool cancelled = false;
+    {
+      MutexLock lock(&mu_);
+      rows_.push_back(row);
+      cancelled = cancelled_;
+    }
+    if (cancelled) row.Cancel();
+  }
+
+ private:
+  Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<InferHandle> rows_ ABSL_GUARDED_BY(mu_);
+};
+
+void EmbeddingHandle::Cancel() const {
+  if (withdrawal_) withdrawal_->Cancel();
+}
+
+namespace {
+
 // A refusal of the request's `input` (the field OpenAI's error object names).
 absl::Status BadInput(const std::string& message) {
   return WithRequestField(absl::InvalidArgumentError(message), "input");
@@ -80,18 +124,30 @@ absl::StatusOr<std::unique_ptr<EmbeddingModel>> EmbeddingModel::Create(ServedMod
 EmbeddingModel::EmbeddingModel(ServedModel* served, std::unique_ptr<HfTokenizer> tokenizer)
     : served_(served), tokenizer_(std::move(tokenizer)), prep_(kMaxPreparing) {}
 
-void EmbeddingModel::Embed(absl::StatusOr<EmbeddingCall> call, EmbeddingCompletion done) {
-  if (!call.ok()) return done(call.status());
-  if (call->texts.empty()) return done(absl::InvalidArgumentError("input must not be empty"));
+EmbeddingHandle EmbeddingModel::Embed(absl::StatusOr<EmbeddingCall> call, EmbeddingCompletion done) {
+  if (!call.ok()) {
+    done(call.status());
+    return {};
+  }
+  if (call->texts.empty()) {
+    done(absl::InvalidArgumentError("input must not be empty"));
+    return {};
+  }
+  auto withdrawal = std::make_shared<EmbeddingWithdrawal>();
   // The job owns the call and `done` until it runs; when it is not taken they are still here to refuse with.
   auto owned = std::make_shared<std::pair<EmbeddingCall, EmbeddingCompletion>>(*std::move(call), std::move(done));
-  if (!prep_.TrySubmit([this, owned] { Prepare(std::move(owned->first), std::move(owned->second)); })) {
+  if (!prep_.TrySubmit([this, owned, withdrawal] {
+        Prepare(std::move(owned->first), std::move(owned->second), *withdrawal);
+      })) {
     owned->second(absl::ResourceExhaustedError(
         absl::StrCat("model '", config().name, "': too many embedding requests are waiting to be tokenized")));
+    return {};
   }
+  return EmbeddingHandle(std::move(withdrawal));
 }
 
-void EmbeddingModel::Prepare(EmbeddingCall call, EmbeddingCompletion done) {
+void EmbeddingModel::Prepare(EmbeddingCall call, EmbeddingCompletion done, EmbeddingWithdrawal& withdrawal) {
+  if (withdrawal.cancelled()) return done(Withdrawn());  // gone while waiting: not worth tokenizing
   const int64_t limit = config().max_length();
   std::vector<std::vector<int32_t>> rows;
   rows.reserve(call.texts.size());
@@ -112,8 +168,12 @@ void EmbeddingModel::Prepare(EmbeddingCall call, EmbeddingCompletion done) {
   auto gather = std::make_shared<RowGather>(rows.size(), tokens, std::move(done));
   // Every row is queued before any is waited for: the batcher sees them together and batches them by bucket.
   for (size_t i = 0; i < rows.size(); ++i) {
-    served_->Infer(RowCall(config(), rows[i]),
-                   [gather, i](absl::StatusOr<InferResult> row) { gather->Row(i, std::move(row)); });
+    if (withdrawal.cancelled()) {
+      gather->Row(i, Withdrawn());  // never submitted: answered here, so the call still answers once
+      continue;
+    }
+    withdrawal.Add(served_->Infer(RowCall(config(), rows[i]),
+                                  [gather, i](absl::StatusOr<InferResult> row) { gather->Row(i, std::move(row)); }));
   }
 }
 

@@ -37,6 +37,11 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   absl::Status CheckDefaultModel();
   // Waits until no decode runs (after the gRPC server has shut down, before the models go).
   void WaitForDecodes() { decodes_.WaitIdle(); }
+  // What OpenAI's /v1/audio/transcriptions shares with Recognize (openai_transcriptions.h): one model table, one
+  // decode admission bound, one set of voice metrics. Thread-safe objects; they live as long as the service.
+  VoiceModels* models() { return &models_; }
+  VoiceMetrics* metrics() { return &metrics_; }
+  DecodeExecutor* decodes() { return &decodes_; }
 
   grpc::ServerUnaryReactor* Recognize(grpc::CallbackServerContext* context,
                                       const nvidia::riva::asr::RecognizeRequest* request,

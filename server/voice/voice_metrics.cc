@@ -13,7 +13,14 @@ using prometheus::BuildHistogram;
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10};
 
-const char* ApiName(VoiceApi api) { return api == VoiceApi::kOffline ? "offline" : "streaming"; }
+const char* ApiName(VoiceApi api) {
+  switch (api) {
+    case VoiceApi::kOffline: return "offline";
+    case VoiceApi::kStreaming: return "streaming";
+    case VoiceApi::kOpenAi: return "openai";
+  }
+  return "offline";
+}
 
 }  // namespace
 
@@ -44,7 +51,7 @@ VoiceMetrics::VoiceMetrics(ServerMetrics* metrics) : metrics_(metrics) {
   processed_family_ = &BuildCounter().Name("sluice_voice_processed_audio_seconds_total")
                            .Help("Audio seconds whose transcript the voice API sent").Register(r);
   requests_family_ = &BuildCounter().Name("sluice_voice_requests_total")
-                          .Help("Answered Recognize calls and ended streams, by gRPC status code").Register(r);
+                          .Help("Answered Recognize and OpenAI transcription calls and ended streams, by gRPC status code number").Register(r);
   streams_family_ = &BuildGauge().Name("sluice_voice_streams_active").Help("Open StreamingRecognize calls")
                          .Register(r);
   chunk_family_ = &BuildHistogram().Name("sluice_voice_chunk_latency_seconds")
@@ -66,7 +73,7 @@ VoiceMetrics::ModelSeries* VoiceMetrics::Series(const ModelConfig& model) {
   if (!inserted) return &s;
   const prometheus::Labels labels = {{"model", model.name}};
   s.config = &model;
-  for (VoiceApi api : {VoiceApi::kOffline, VoiceApi::kStreaming}) {
+  for (VoiceApi api : {VoiceApi::kOffline, VoiceApi::kStreaming, VoiceApi::kOpenAi}) {
     const prometheus::Labels with_api = {{"model", model.name}, {"api", ApiName(api)}};
     s.audio[static_cast<int>(api)] = &audio_family_->Add(with_api);
     s.processed[static_cast<int>(api)] = &processed_family_->Add(with_api);
@@ -130,7 +137,8 @@ void VoiceMetrics::Refresh(absl::Time now) {
   for (auto& [name, s] : models_) {
     s.rtfx->Set(s.window.PerSecond(now));
     const double dollars = metrics_->ModelDollarsSoFar(*s.config, now);
-    const double processed = s.processed[0]->Value() + s.processed[1]->Value();
+    double processed = 0;
+    for (prometheus::Counter* counter : s.processed) processed += counter->Value();
     s.per_dollar->Set(dollars > 0 ? processed / dollars : 0);
   }
 }

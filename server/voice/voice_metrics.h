@@ -1,8 +1,9 @@
 // The voice API's Prometheus series, per speech model, beside the model's own (sluice_request_*, which count
 // every window the voice API runs):
-//   sluice_voice_audio_seconds_total{model,api}   audio received (api: offline | streaming)
+//   sluice_voice_audio_seconds_total{model,api}   audio received (api: offline | streaming | openai)
 //   sluice_voice_processed_audio_seconds_total{model,api}  audio whose transcript was sent
-//   sluice_voice_requests_total{model,api,code}   answered Recognize calls / ended streams by gRPC code
+//   sluice_voice_requests_total{model,api,code}   answered calls / ended streams by gRPC code number
+//                                                 (OpenAI's answers too: the same numbers, whatever the HTTP status)
 //   sluice_voice_streams_active{model}            open StreamingRecognize calls
 //   sluice_voice_chunk_latency_seconds{model}     audio chunk received -> the interim result covering it sent
 //   sluice_voice_final_latency_seconds{model}     end of a segment's audio (endpoint or end of stream) -> final
@@ -26,7 +27,9 @@
 
 namespace sluice::voice {
 
-enum class VoiceApi { kOffline, kStreaming };
+// The API that carried the audio: Riva Recognize, Riva StreamingRecognize, OpenAI /v1/audio/transcriptions.
+enum class VoiceApi { kOffline, kStreaming, kOpenAi };
+inline constexpr int kVoiceApis = 3;
 
 class VoiceMetrics {
  public:
@@ -51,8 +54,8 @@ class VoiceMetrics {
   };
   struct ModelSeries {
     const ModelConfig* config = nullptr;
-    prometheus::Counter* audio[2] = {};
-    prometheus::Counter* processed[2] = {};
+    prometheus::Counter* audio[kVoiceApis] = {};
+    prometheus::Counter* processed[kVoiceApis] = {};
     prometheus::Gauge* streams = nullptr;
     prometheus::Histogram* chunk_latency = nullptr;
     prometheus::Histogram* final_latency = nullptr;

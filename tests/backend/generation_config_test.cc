@@ -115,6 +115,27 @@ TEST(GenerationConfigTest, EosTokenIdMayListSeveralIds) {
   EXPECT_FALSE(g.IsEos(3));
 }
 
+TEST(GenerationConfigTest, ChunkedPrefillKeysParseAndDefault) {
+  absl::StatusOr<ModelConfig> off = Parse(kValid);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->generation->chunked_prefill());
+
+  absl::StatusOr<ModelConfig> on =
+      Parse(ValidWith("max_queue_size: 64", "max_queue_size: 64\n  prefill_chunk_lengths: [32, 128]"));
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->generation->chunked_prefill());
+  EXPECT_EQ(on->generation->prefill_chunk_lengths, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(on->generation->iteration_token_budget, 12 + 128);  // max_num_seqs + the largest chunk
+  EXPECT_TRUE(on->generation->decode_first);
+
+  absl::StatusOr<ModelConfig> set = Parse(ValidWith(
+      "max_queue_size: 64",
+      "max_queue_size: 64\n  prefill_chunk_lengths: [64]\n  iteration_token_budget: 80\n  decode_first: false"));
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->generation->iteration_token_budget, 80);
+  EXPECT_FALSE(set->generation->decode_first);
+}
+
 TEST(GenerationConfigTest, OptionalKeysTakeTheirDefaults) {
   std::string text = kValid;
   for (const char* key : {"bos_token_id", "eos_token_id", "max_num_seqs", "prefill_token_budget", "max_queue_size",
@@ -249,6 +270,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative execution timeout",
                 ValidWith("default_max_tokens: 100", "default_max_tokens: 100\n  execution_timeout_ms: -1"),
                 "17:25: generation.execution_timeout_ms", "must be a finite number of milliseconds >= 0"},
+        BadCase{"chunk over the smallest KV length",
+                ValidWith("max_queue_size: 64", "max_queue_size: 64\n  prefill_chunk_lengths: [128, 512]"),
+                "16:26: generation.prefill_chunk_lengths", "largest chunk (512) is over the smallest KV length (256)"},
+        BadCase{"chunks not ascending",
+                ValidWith("max_queue_size: 64", "max_queue_size: 64\n  prefill_chunk_lengths: [128, 64]"),
+                "16:26: generation.prefill_chunk_lengths", "strictly ascending"},
+        BadCase{"iteration budget without chunks",
+                ValidWith("max_queue_size: 64", "max_queue_size: 64\n  iteration_token_budget: 100"),
+                "16:27: generation.iteration_token_budget", "applies to chunked prefill only"},
+        BadCase{"decode_first without chunks",
+                ValidWith("max_queue_size: 64", "max_queue_size: 64\n  decode_first: false"),
+                "16:17: generation.decode_first", "applies to chunked prefill only"},
+        BadCase{"zero iteration budget",
+                ValidWith("max_queue_size: 64",
+                          "max_queue_size: 64\n  prefill_chunk_lengths: [64]\n  iteration_token_budget: 0"),
+                "17:27: generation.iteration_token_budget", "must be between 1 and"},
         BadCase{"unknown chat template key", ValidWith("separator:", "seperator:"),
                 "generation.chat_template.seperator", "unknown key 'seperator'"},
         BadCase{"chat template not a map", ValidWith("{system: \"S: \", user: \"U: \", assistant: \"A: \", separator: "

@@ -187,7 +187,7 @@ TEST(ModelMemoryReport, GenerationInstanceReportsItsKvCache) {
   EXPECT_EQ(m.graph_format, 2);
   EXPECT_EQ(m.cache_bytes, ExpectedMemory(*config).cache);
   EXPECT_GT(m.weight_bytes, 10 << 20);  // 3.8M parameters, FP32
-  EXPECT_EQ(m.graphs, 20);
+  EXPECT_EQ(m.graphs, 26);  // 5 prefill + 2 x 3 prefill chunk + 5 x 3 decode
 }
 
 // A graph format 1 repository (every graph with its own weights; CMake exports asr_digits that way for this test)

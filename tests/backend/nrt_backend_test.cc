@@ -24,6 +24,7 @@ namespace sluice {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using testing::FakeNrt;
 using testing::NrtToyModel;
 
@@ -232,6 +233,11 @@ TEST_F(NrtBackendTest, EveryFailingCallIsNamedWithItsStatus) {
     }
     EXPECT_FALSE(status.ok());
     EXPECT_THAT(status.message(), HasSubstr(absl::StrCat(c.function, " failed with ", c.status_name)));
+    if (c.function == std::string("nrt_execute") && !c.at_execute) {
+      // A failed warm-up run keeps its status's code and says it was the warm-up (NeffInstance::Load).
+      EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+      EXPECT_THAT(std::string(status.message()), StartsWith("warming up: "));
+    }
     EXPECT_EQ(fake_.counter("live_models"), 0);
     EXPECT_EQ(fake_.counter("live_tensors"), 0);
     EXPECT_EQ(fake_.counter("live_sets"), 0);

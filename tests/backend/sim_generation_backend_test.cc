@@ -30,6 +30,7 @@ generation:
   prefill_lengths: [8, 32]
   decode_batch_sizes: [1, 2, 4]
   kv_lengths: [64, 512]
+  prefill_chunk_lengths: [8, 16]
 instances: [{count: 1, device: sim}]
 sim: {base_ms: 2, per_sample_us: 100, faults: {gone_after_batches: GONE}}
 )";
@@ -136,6 +137,29 @@ TEST_F(SimGenerationBackendTest, LatencyFollowsTheCostModel) {
   EXPECT_EQ(SimDecodeLatency(*config_->sim, 4, 64), absl::Microseconds(2400));
 }
 
+TEST_F(SimGenerationBackendTest, ChunksContinueWhatTheSlotHoldsAndMatchAWholePrefill) {
+  absl::StatusOr<Logits> whole = backend_->Prefill({8, 0, {5, 9, 3, 7, 8}});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_TRUE(backend_->PrefillChunk({8, 64, 1, 0, {5, 9}}).ok());
+  absl::StatusOr<Logits> chunked = backend_->PrefillChunk({8, 64, 1, 2, {3, 7, 8}});
+  ASSERT_TRUE(chunked.ok()) << chunked.status();
+  EXPECT_EQ(chunked->values, whole->values);
+  const int next = Argmax(*whole, 0);
+  EXPECT_EQ(DecodeTokens(*backend_, {{next, 5, 1}}), DecodeTokens(*backend_, {{next, 5, 0}}));
+  // Chunk latency: 2 ms + 100 us x the chunk length (8).
+  EXPECT_EQ(slept_[1], absl::Microseconds(2800));
+  EXPECT_EQ(SimPrefillChunkLatency(*config_->sim, 16, 512), absl::Microseconds(3600));
+}
+
+TEST_F(SimGenerationBackendTest, AChunkLeavesTheSlotsLaterPositionsAlone) {
+  std::unique_ptr<GenerationBackend> twin = Create(*config_);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  for (GenerationBackend* b : {backend_.get(), twin.get()}) ASSERT_TRUE(b->Prefill({32, 2, prompt}).ok());
+  // Positions [0, 3) rewritten with what they hold: positions 3..9 must keep theirs.
+  ASSERT_TRUE(backend_->PrefillChunk({16, 64, 2, 0, {1, 2, 3}}).ok());
+  EXPECT_EQ(DecodeTokens(*backend_, {{11, 10, 2}}), DecodeTokens(*twin, {{11, 10, 2}}));
+}
+
 TEST_F(SimGenerationBackendTest, RefusesInputsOutsideTheCompiledShapes) {
   struct Bad {
     std::function<absl::Status()> call;
@@ -150,6 +174,12 @@ TEST_F(SimGenerationBackendTest, RefusesInputsOutsideTheCompiledShapes) {
       {[&] { return b.Prefill({8, -1, {1}}).status(); }, "slot -1 is outside [0, 4)"},
       {[&] { return b.Prefill({8, 0, {1, 1000}}).status(); }, "token id 1000 is outside [0, vocab_size 1000)"},
       {[&] { return b.Prefill({8, 0, {-3}}).status(); }, "token id -3 is outside"},
+      {[&] { return b.PrefillChunk({4, 64, 0, 0, {1}}).status(); }, "chunk 4, KV length 64): chunk length not"},
+      {[&] { return b.PrefillChunk({8, 128, 0, 0, {1}}).status(); }, "KV length not compiled"},
+      {[&] { return b.PrefillChunk({8, 64, 0, 0, {}}).status(); }, "0 tokens, expected 1 to 8"},
+      {[&] { return b.PrefillChunk({8, 64, 0, 60, {1, 2, 3, 4, 5}}).status(); }, "[60, 65) do not fit in [0, 64)"},
+      {[&] { return b.PrefillChunk({8, 64, 0, -1, {1}}).status(); }, "[-1, 0) do not fit"},
+      {[&] { return b.PrefillChunk({8, 64, 4, 0, {1}}).status(); }, "slot 4 is outside [0, 4)"},
       {[&] { return b.Decode({3, 64, {{1, 0, 0}}}).status(); }, "decode (batch 3, KV length 64): batch size not"},
       {[&] { return b.Decode({2, 128, {{1, 0, 0}}}).status(); }, "KV length not compiled"},
       {[&] { return b.Decode({2, 64, {}}).status(); }, "0 rows, expected 1 to 2"},
@@ -171,7 +201,8 @@ TEST_F(SimGenerationBackendTest, RefusesInputsOutsideTheCompiledShapes) {
 
 TEST_F(SimGenerationBackendTest, DescribesItselfAndListsEveryGraph) {
   EXPECT_EQ(backend_->Describe(), "sim_llm#0 on sim (KV cache 4 slots x 512 positions, 0.3 MB simulated)");
-  ASSERT_EQ(backend_->load_stats().size(), 2u + 3u * 2u);
+  ASSERT_EQ(backend_->load_stats().size(), 2u + 2u + 3u * 2u);  // prefill, chunk, decode graphs
+  EXPECT_EQ(backend_->load_stats()[3].length, 16);
   EXPECT_EQ(backend_->load_stats()[1].batch_size, 1);
   EXPECT_EQ(backend_->load_stats()[1].length, 32);
   EXPECT_EQ(backend_->load_stats().back().batch_size, 4);

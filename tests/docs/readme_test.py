@@ -55,7 +55,7 @@ BINARIES = {  # program as the docs write it -> path under the build folder
 }
 SECTION_TOOLS = [  # inline bare --flags under these headings are the tool's (or another tool's the section names)
     (re.compile(r"^Bucket advisor"), "sluice-advisor"),
-    (re.compile(r"^(Load testing|Speech API \(Riva\)|Generation \(LLM\))"), "sluice-loadtest"),
+    (re.compile(r"^(Load testing|Speech API \((Riva|OpenAI)\)|Generation \(LLM\))"), "sluice-loadtest"),
 ]
 SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
 NEEDS_MARK = re.compile(r"<!--\s*docs-test:\s*needs\s+(?P<tool>[\w.-]+)\s*\((?P<reason>[^)]+)\)\s*-->")

@@ -10,7 +10,7 @@ build=${1:-build-fuzz}
 seconds=${2:-30}
 jobs=${3:-2}
 targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode openai_request
-  triton_generate)
+  triton_generate multipart_form)
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-ci.XXXXXX")
 
 run_one() {

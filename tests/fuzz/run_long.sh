@@ -12,7 +12,7 @@ shift || true
 build=${BUILD_DIR:-build-fuzz}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(http_infer grpc_infer model_config server_config http_request slo_yaml pricing_yaml audio_decode
-  openai_request triton_generate)
+  openai_request triton_generate multipart_form)
 
 run_one() {
   local what=$1 dir="$build/long/$1" dict=()

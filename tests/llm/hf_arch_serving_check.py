@@ -15,7 +15,7 @@ ModelStreamInfer stream per model (all of that model's requests in flight on it 
 most max_num_seqs sequences (config.yaml: 4) of its 12 requests at a time, so sequences queue, join the running
 decode batch and leave it at different steps: continuous batching, with prompt and batch padding. Served tokens
 must equal the reference; a difference is allowed only at a near tie (the reference's top-2 margin at the first
-differing token below float_tolerance.NEAR_TIE, reported), as llama_serving_check.py rules. Usage must count the
+differing token below float_tolerance.NEAR_TIE, reported): llama_serving_check.judge_difference. Usage must count the
 prompt's and the reference's tokens. Exit 0 ok, 1 mismatch, 2 transport or usage error.
 The gRPC messages come from proto/grpc_service.proto compiled by protoc at test time into --proto-python (Debian's
 python3-grpcio and python3-protobuf: no generated code is committed).
@@ -31,8 +31,8 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "backend", "compile"))
-from float_tolerance import NEAR_TIE  # noqa: E402
+sys.path.insert(0, HERE)
+from llama_serving_check import judge_difference, stream  # noqa: E402  (the SSE reader and the near-tie rule)
 
 STAGGER_S = 0.003  # 96 requests in ~0.3 s: a model's next request comes ~24 ms after its last, well inside a generation
 SERVICE = "/inference.GRPCInferenceService/ModelStreamInfer"
@@ -50,31 +50,6 @@ def ids_of(text):
             return None
         ids.append(int(word[1:]))
     return ids
-
-
-def http_stream(address, body):
-    """POSTs a streamed completion; (text, usage)."""
-    request = urllib.request.Request(f"http://{address}/v1/completions", data=json.dumps(body).encode(),
-                                     headers={"content-type": "application/json"})
-    text, usage, done = "", None, False
-    with urllib.request.urlopen(request, timeout=120) as response:
-        for raw in response:
-            line = raw.decode().rstrip("\n")
-            if not line.startswith("data: "):
-                continue
-            payload = line[len("data: "):]
-            if payload == "[DONE]":
-                done = True
-                break
-            event = json.loads(payload)
-            if "error" in event:
-                raise RuntimeError(f"error event {event['error']}")
-            usage = event.get("usage") or usage
-            for choice in event.get("choices", []):
-                text += choice.get("text") or ""
-    if not done:
-        raise RuntimeError("the stream ended without [DONE]")
-    return text, usage
 
 
 def decode_batching(address, model):
@@ -187,9 +162,10 @@ def main() -> int:
         time.sleep(max(0.0, starts[k] - time.monotonic()))
         case = refs[m][i]
         try:
-            results[k] = http_stream(args.http, {
+            text, usage, _ = stream(args.http, "/v1/completions", {
                 "model": m, "prompt": case["prompt_ids"], "max_tokens": len(case["output_ids"]), "temperature": 0,
-                "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}})
+                "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}, timeout=120)
+            results[k] = (text, usage)
         except Exception as e:  # noqa: BLE001 - reported per request
             results[k] = e
 
@@ -236,14 +212,10 @@ def main() -> int:
             per_model[m][0] += 1
             continue
         at = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        margin = case["top2_margins"][at] if at < len(case["top2_margins"]) else float("nan")
-        if at < len(got) and margin < NEAR_TIE:
+        if judge_difference(label, case, at, got, want, near_tie_possible=at < len(got)):
             near_ties += 1
-            print(f"near tie {label}: differs from token {at} on (reference top-2 margin {margin:.2e} < {NEAR_TIE})")
         else:
             failures += 1
-            print(f"FAIL {label}: differs from token {at} on (reference top-2 margin {margin:.3g}: not a near tie)"
-                  f"\n  served:   {got}\n  expected: {want}")
     # Continuous batching really happened: each model's decode steps carried several sequences on average (its
     # requests overlapped). A behaviour, not a timing: it fails only if every sequence decoded alone.
     for m, (same, total) in per_model.items():

@@ -43,11 +43,11 @@ PY
     echo "hf_reference_test: SKIPPED: package index $INDEX unreachable ($(tail -1 "$WORK/probe.err"))"
     exit 77
   fi
-  log "creating $VENV with $(grep -v '^#' "$REQUIREMENTS" | grep transformers)"
+  log "creating $VENV with $(grep -o '^transformers==[^ ]*' "$REQUIREMENTS")"
   rm -rf "$VENV"
   "$VENV_PYTHON" -m venv --system-site-packages "$VENV" ||
     fail "'$VENV_PYTHON -m venv' failed (Debian's python3 needs python3-venv: deploy/install-deps.sh)"
-  timeout 600 "$VENV/bin/pip" install --disable-pip-version-check -q -r "$REQUIREMENTS" ||
+  timeout 600 "$VENV/bin/pip" install --disable-pip-version-check -q --require-hashes -r "$REQUIREMENTS" ||
     fail "pip could not install $REQUIREMENTS"
   "$VENV/bin/python" -c 'import torch; from transformers import LlamaForCausalLM, LlamaTokenizer' ||
     fail "transformers installed but does not import with this torch"

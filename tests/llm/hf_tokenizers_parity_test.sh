@@ -56,7 +56,7 @@ PY
   echo "$want" > "$stamp"
 }
 make_venv "$WORK/venv-hf" "$HERE/requirements-hf.txt $HERE/requirements-chat-templates.txt" \
-  'import transformers, jinja2, sentencepiece, gguf'
+  'import transformers, jinja2, sentencepiece, gguf' --require-hashes
 # --no-deps: see requirements-tokenizers.txt. The venv does not see Debian's site-packages' tokenizers either way.
 make_venv "$WORK/venv-tokenizers" "$HERE/requirements-tokenizers.txt" \
   'import tokenizers; assert tokenizers.__version__ == "0.23.2", tokenizers.__version__' --no-deps

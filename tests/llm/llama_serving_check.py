@@ -25,12 +25,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from float_tolerance import NEAR_TIE  # noqa: E402  (the rule shared by every check against the references)
 
 
-def stream(address, path, body):
-    """POSTs `body` with stream: true; returns (text, usage, chunk count)."""
+def stream(address, path, body, timeout=300):
+    """POSTs `body` with stream: true; returns (text, usage, chunk count). Also used by hf_arch_serving_check.py."""
     request = urllib.request.Request(f"http://{address}{path}", data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
     text, usage, chunks = "", None, 0
-    with urllib.request.urlopen(request, timeout=300) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         if response.status != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
             raise RuntimeError(f"{path}: status {response.status}, {response.headers.get('content-type')}")
         done = False
@@ -55,6 +55,20 @@ def stream(address, path, body):
         if not done:
             raise RuntimeError(f"{path}: the stream ended without [DONE]")
     return text, usage, chunks
+
+
+def judge_difference(label, case, at, served, expected, near_tie_possible=True):
+    """A served generation differs from the reference `case` from token `at` on: prints the verdict and returns True
+    for a near tie (the reference's top-2 logit margin there below NEAR_TIE: allowed), False for a mismatch.
+    `near_tie_possible` False (the served output ended before `at`) makes it a mismatch whatever the margin.
+    The one rule of every served-generation check here (hf_arch_serving_check.py imports it)."""
+    margin = case["top2_margins"][at] if at < len(case["top2_margins"]) else float("nan")
+    if near_tie_possible and margin < NEAR_TIE:
+        print(f"near tie {label}: differs from token {at} on (reference top-2 margin {margin:.2e} < {NEAR_TIE})")
+        return True
+    print(f"FAIL {label}: differs from token {at} on (reference top-2 margin {margin:.3g}: not a near tie)\n"
+          f"  served:   {served!r}\n  expected: {expected!r}")
+    return False
 
 
 def first_difference(sp, output_ids, text):
@@ -110,15 +124,10 @@ def main():
             transport += 1
         if text == expected:
             continue
-        at = first_difference(sp, case["output_ids"], text)
-        margin = case["top2_margins"][at] if at < len(case["top2_margins"]) else float("nan")
-        if margin < NEAR_TIE:
+        if judge_difference(label, case, first_difference(sp, case["output_ids"], text), text, expected):
             near_ties += 1
-            print(f"{label}: differs from token {at} on, a near tie (top-2 margin {margin:.2e} < {NEAR_TIE})")
         else:
             failures += 1
-            print(f"{label}: differs from token {at} on (top-2 margin {margin:.3g}: not a near tie)\n"
-                  f"  served:   {text!r}\n  expected: {expected!r}")
     total_tokens = sum(len(c["output_ids"]) for c in cases)
     print(f"{len(cases)} cases, {total_tokens} tokens in {wall:.1f} s: {len(cases) - failures - near_ties - transport}"
           f" identical, {near_ties} near ties, {failures} mismatches, {transport} usage/transport errors")

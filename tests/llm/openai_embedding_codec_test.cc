@@ -128,6 +128,7 @@ TEST(OpenAiEmbeddingEncode, FloatListInOpenAisShape) {
   EXPECT_STREQ(doc["model"].GetString(), "m");
   EXPECT_EQ(doc["usage"]["prompt_tokens"].GetInt(), 9);
   EXPECT_EQ(doc["usage"]["total_tokens"].GetInt(), 9);
+  EXPECT_FALSE(doc["usage"].HasMember("completion_tokens"));  // OpenAI's embedding usage has none
   ASSERT_EQ(doc["data"].Size(), 2u);
   for (rapidjson::SizeType i = 0; i < 2; ++i) {
     const auto& item = doc["data"][i];

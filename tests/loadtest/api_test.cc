@@ -14,7 +14,7 @@ namespace sluice::loadtest {
 namespace {
 
 TEST(ApiTest, EveryNameParsesToTheApiThatSpellsItBack) {
-  ASSERT_EQ(ApiNames().size(), 5u);
+  ASSERT_EQ(ApiNames().size(), 6u);
   for (const std::string& name : ApiNames()) {
     absl::StatusOr<Api> api = ParseApi(name);
     ASSERT_TRUE(api.ok()) << name;
@@ -25,6 +25,12 @@ TEST(ApiTest, EveryNameParsesToTheApiThatSpellsItBack) {
   EXPECT_FALSE(IsRivaApi(Api::kKServe));
   EXPECT_TRUE(IsGenerationApi(Api::kTritonStream));
   EXPECT_FALSE(IsGenerationApi(Api::kRivaStreaming));
+  EXPECT_EQ(*ParseApi("openai-audio"), Api::kOpenAiAudio);
+  EXPECT_FALSE(IsRivaApi(Api::kOpenAiAudio));
+  EXPECT_TRUE(IsSpeechApi(Api::kOpenAiAudio));
+  EXPECT_TRUE(IsWholeFileSpeechApi(Api::kOpenAiAudio));
+  EXPECT_TRUE(IsWholeFileSpeechApi(Api::kRivaOffline));
+  EXPECT_FALSE(IsWholeFileSpeechApi(Api::kRivaStreaming));
 }
 
 TEST(ApiTest, AnUnknownNameIsRefusedWithTheAcceptedOnes) {

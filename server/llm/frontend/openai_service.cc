@@ -209,8 +209,7 @@ void ServeOpenAiEmbeddings(ModelHub& hub, const HttpRequest& request, const std:
                                           "-dimensional embeddings only")),
                                       "dimensions"));
   }
-  (*model)->Embed(std::move(decoded->call), [exchange, name = decoded->model, base64 = decoded->base64](
-                                                absl::StatusOr<EmbeddingResult> result) {
+  auto answer = [exchange, name = decoded->model, base64 = decoded->base64](absl::StatusOr<EmbeddingResult> result) {
     if (!result.ok()) return SendOpenAiError(*exchange, result.status());
     for (const std::vector<float>& vector : result->vectors) {
       for (float value : vector) {
@@ -223,7 +222,10 @@ void ServeOpenAiEmbeddings(ModelHub& hub, const HttpRequest& request, const std:
     HttpResponse response;
     response.body = EncodeOpenAiEmbeddingResponse(name, *result, base64);
     exchange->Respond(std::move(response));
-  });
+  };
+  EmbeddingHandle handle = (*model)->Embed(std::move(decoded->call), std::move(answer));
+  // As KServe's HTTP infer: a client that leaves withdraws the call's queued rows (at once if it already left).
+  exchange->OnClientGone([handle] { handle.Cancel(); });
 }
 
 void ServeOpenAiModels(ModelHub& hub, const std::shared_ptr<HttpExchange>& exchange) {
