@@ -10,7 +10,7 @@ namespace sluice {
 
 absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const InstanceOptions& options) {
   if (options.model == nullptr) return absl::InvalidArgumentError("InstanceOptions.model is null");
-  if (options.model->generation) {
+  if (options.model->kind == ModelKind::kGeneration) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name,
                                                    " is a generation model: its instances are GenerationBackends"));
   }

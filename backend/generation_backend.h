@@ -24,11 +24,15 @@
 namespace sluice {
 
 // One prompt into one slot: runs graphs/prefill_l<bucket_length>.pt. Writes the prompt's K/V into positions
-// [0, tokens.size()) of `slot` and returns the logits of the last prompt position.
+// [0, tokens.size()) of `slot` (and an encoder-decoder's cross-attention K/V) and returns the logits of the last
+// prompt position.
 struct PrefillInput {
   int64_t bucket_length = 0;    // a compiled prefill length >= tokens.size()
   int slot = 0;                 // in [0, kv_cache.slots)
   std::vector<int32_t> tokens;  // the real prompt, 1..bucket_length ids
+  // An encoder-decoder model's (generation.cross_attention set) encoder output for this sequence, row-major FP32
+  // [encoder_positions, encoder_hidden]: the graph writes its cross-attention K/V into `slot`. Null otherwise.
+  std::shared_ptr<const std::vector<float>> encoder_output;
 };
 
 // One chunk of a prompt into one slot whose positions [0, start) already hold this sequence's K/V (earlier

@@ -16,6 +16,10 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> GenerationBackend::Create(con
   }
   if (options.group.device == DeviceKind::kSim) return CreateSimGenerationBackend(options);
   if (options.group.device == DeviceKind::kNeuron && options.group.neuron_runtime == NeuronRuntimeKind::kNrt) {
+    if (options.model->generation->cross_attention) {
+      return absl::UnimplementedError(absl::StrCat("model ", options.model->name, ": an encoder-decoder decoder ",
+                                                   "(cross_attention) is not built for runtime nrt; use torchscript"));
+    }
     return CreateNrtGenerationBackend(options);
   }
   return CreateTorchGenerationBackend(options);

@@ -47,6 +47,16 @@ absl::Status ValidatePrefillInput(const ModelConfig& model, const PrefillInput& 
   for (int32_t token : input.tokens) {
     if (absl::Status status = CheckToken(model, where, token); !status.ok()) return status;
   }
+  if (g.cross_attention) {
+    const int64_t want = g.cross_attention->encoder_output_size();
+    if (input.encoder_output == nullptr || static_cast<int64_t>(input.encoder_output->size()) != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": the encoder output has ", input.encoder_output ? input.encoder_output->size() : 0,
+          " values, expected ", want, " (cross_attention encoder_positions x encoder_hidden)"));
+    }
+  } else if (input.encoder_output != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": an encoder output given to a decoder-only model"));
+  }
   return CheckSlot(model, where, input.slot);
 }
 
@@ -123,7 +133,10 @@ std::string DecodeGraphPath(const ModelConfig& model, int batch_size, int64_t kv
 
 int64_t KvCacheBytes(const GenerationOptions& options) {
   const KvCacheShape& c = options.kv_cache;
-  return int64_t{2} * 4 * c.layers * (int64_t{c.slots} + 1) * options.context_length * c.kv_heads * c.head_dim;
+  // An encoder-decoder's cross K/V: one more [positions] axis per head in place of context_length.
+  const int64_t positions =
+      options.context_length + (options.cross_attention ? options.cross_attention->encoder_positions : 0);
+  return int64_t{2} * 4 * c.layers * (int64_t{c.slots} + 1) * positions * c.kv_heads * c.head_dim;
 }
 
 std::string KvCacheSummary(const GenerationOptions& options) {

@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
     SLUICE_ASSIGN_OR_RETURN(std::optional<StreamStepOptions> stream_step, LoadStreamStepOptions(*config));
     for (const InstanceGroup& group : config->instances) {
       for (int replica = 0; replica < group.count; ++replica) {
-        const size_t replicas = model.instances.size() + model.generation_instances.size();
+        const size_t replicas = std::max(model.instances.size(), model.generation_instances.size());
         if (options.cancel != nullptr && options.cancel->load()) {
           return absl::CancelledError(absl::StrCat("loading stopped before ", config->name, " instance ", replicas));
         }
@@ -74,10 +74,9 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
                                  options.cancel};
         // neuron: this replica's NeuronCores; cpu: the CPUs its threads are pinned to.
         if (group.cores) instance.group.cores = ReplicaCores(*group.cores, group.count, replica);
-        if (config->generation) {
-          SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<GenerationBackend> backend, GenerationBackend::Create(instance));
-          model.generation_instances.push_back(std::move(backend));
-        } else {
+        // An encoder-decoder speech model's replica is both: its encoder Backend and its decoder
+        // GenerationBackend (one weights file, loaded once per device: torch_weights.h).
+        if (config->kind != ModelKind::kGeneration) {
           SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(instance));
           model.instances.push_back(std::move(backend));
           if (stream_step) {
@@ -85,6 +84,10 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(const Rep
                                     StreamStepBackend::Create(instance, *stream_step));
             model.stream_instances.push_back(std::move(stream));
           }
+        }
+        if (config->generation) {
+          SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<GenerationBackend> backend, GenerationBackend::Create(instance));
+          model.generation_instances.push_back(std::move(backend));
         }
       }
     }

@@ -22,7 +22,8 @@ namespace sluice {
 struct LoadedModel {
   std::unique_ptr<ModelConfig> config;  // heap-held: instances keep a pointer to it
   std::vector<std::unique_ptr<Backend>> instances;  // empty for kind generation
-  std::vector<std::unique_ptr<GenerationBackend>> generation_instances;  // kind generation only
+  // kind generation, and the decoders of an encoder-decoder speech model (replica i beside instances[i])
+  std::vector<std::unique_ptr<GenerationBackend>> generation_instances;
   // A speech model with speech.stream_step: one per instance as well, beside `instances` (same weights, bound once).
   std::vector<std::unique_ptr<StreamStepBackend>> stream_instances;
   double load_seconds = 0;  // wall time to create every instance (load + warm)

@@ -45,6 +45,7 @@ class TorchGenerationBackend final : public GenerationBackend {
     SLUICE_RETURN_IF_ERROR(scope.status());
     SLUICE_RETURN_IF_ERROR(AllocateCache());
     memory_.cache_bytes = static_cast<int64_t>(k_cache_.nbytes() + v_cache_.nbytes());
+    if (cross_k_.defined()) memory_.cache_bytes += static_cast<int64_t>(cross_k_.nbytes() + cross_v_.nbytes());
     memory_.graph_format = GraphFormatOf(model_);
     if (memory_.graph_format == kGraphFormatVersion) {
       SLUICE_ASSIGN_OR_RETURN(weights_, SharedTorchWeights(model_, target_));
@@ -54,8 +55,10 @@ class TorchGenerationBackend final : public GenerationBackend {
     for (int64_t length : generation_.prefill_lengths) {
       SLUICE_RETURN_IF_ERROR(LoadGraph(PrefillGraphPath(model_, length), 1, length, warmup_runs, prefill_[length],
                                        [this, length](torch::jit::Module& graph) {
-                                         // The whole bucket, into the scratch slot.
-                                         RunPrefill(graph, length, std::vector<int32_t>(length, 0), scratch_slot_);
+                                         // The whole bucket, into the scratch slot (an encoder-decoder's
+                                         // encoder output: zeros).
+                                         RunPrefill(graph, length, std::vector<int32_t>(length, 0), scratch_slot_,
+                                                    nullptr);
                                        }));
     }
     for (int64_t chunk : generation_.prefill_chunk_lengths) {
@@ -86,7 +89,8 @@ class TorchGenerationBackend final : public GenerationBackend {
     SLUICE_RETURN_IF_ERROR(ValidatePrefillInput(model_, input));
     SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());  // the instance's thread: pinned, pools sized
     try {
-      return RunPrefill(prefill_.at(input.bucket_length), input.bucket_length, input.tokens, input.slot);
+      return RunPrefill(prefill_.at(input.bucket_length), input.bucket_length, input.tokens, input.slot,
+                        input.encoder_output.get());
     } catch (const std::exception& e) {  // c10::Error derives from std::exception
       return absl::InternalError(absl::StrCat(model_.name, " prefill (prompt bucket ", input.bucket_length, ") on ",
                                               Describe(), " failed: ", FirstLine(e.what())));
@@ -138,6 +142,10 @@ class TorchGenerationBackend final : public GenerationBackend {
       const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
       k_cache_ = torch::zeros(shape, options);
       v_cache_ = torch::zeros(shape, options);
+      if (const auto& cross = generation_.cross_attention) {  // whisper.py's layouts (generation_config.h)
+        cross_k_ = torch::zeros({c.layers, c.slots + 1, c.kv_heads, c.head_dim, cross->encoder_positions}, options);
+        cross_v_ = torch::zeros({c.layers, c.slots + 1, c.kv_heads, cross->encoder_positions, c.head_dim}, options);
+      }
     } catch (const std::exception& e) {
       return absl::ResourceExhaustedError(absl::StrCat("model ", model_.name, ": cannot allocate the ",
                                                        KvCacheSummary(generation_), " on ", device_.str(), ": ",
@@ -179,15 +187,25 @@ class TorchGenerationBackend final : public GenerationBackend {
     return absl::OkStatus();
   }
 
-  // REQUIRES: tokens.size() in [1, bucket]; slot in [0, slots] (the scratch slot only for warm-up).
-  Logits RunPrefill(torch::jit::Module& graph, int64_t bucket, const std::vector<int32_t>& tokens, int64_t slot) {
+  // REQUIRES: tokens.size() in [1, bucket]; slot in [0, slots] (the scratch slot only for warm-up); an
+  // encoder-decoder's encoder_output of encoder_output_size() values (null: zeros, for warm-up).
+  Logits RunPrefill(torch::jit::Module& graph, int64_t bucket, const std::vector<int32_t>& tokens, int64_t slot,
+                    const std::vector<float>* encoder_output) {
     torch::InferenceMode inference_mode;
     torch::Tensor ids = torch::zeros({1, bucket}, torch::kInt64);
     int64_t* out = ids.data_ptr<int64_t>();
     for (size_t i = 0; i < tokens.size(); ++i) out[i] = tokens[i];
     std::vector<torch::jit::IValue> args = {ids.to(device_),
                                             Int64Vector({static_cast<int64_t>(tokens.size())}).to(device_),
-                                            Int64Vector({slot}).to(device_), k_cache_, v_cache_};
+                                            Int64Vector({slot}).to(device_)};
+    if (const auto& cross = generation_.cross_attention) {
+      torch::Tensor hidden = torch::zeros({1, cross->encoder_positions, cross->encoder_hidden}, torch::kFloat32);
+      if (encoder_output != nullptr) {
+        std::copy(encoder_output->begin(), encoder_output->end(), hidden.data_ptr<float>());
+      }
+      args.push_back(hidden.to(device_));
+    }
+    AppendCaches(args);
     AppendWeights(args);
     return ToLogits(graph.forward(args), 1, 1);
   }
@@ -218,9 +236,20 @@ class TorchGenerationBackend final : public GenerationBackend {
       slots[r] = rows[r].slot;
     }
     std::vector<torch::jit::IValue> args = {Int64Vector(tokens).to(device_), Int64Vector(positions).to(device_),
-                                            Int64Vector(slots).to(device_), k_cache_, v_cache_};
+                                            Int64Vector(slots).to(device_)};
+    AppendCaches(args);
     AppendWeights(args);
     return ToLogits(graph.forward(args), batch_size, static_cast<int>(rows.size()));
+  }
+
+  // k_cache, v_cache, and an encoder-decoder's cross_k, cross_v.
+  void AppendCaches(std::vector<torch::jit::IValue>& args) const {
+    args.push_back(k_cache_);
+    args.push_back(v_cache_);
+    if (cross_k_.defined()) {
+      args.push_back(cross_k_);
+      args.push_back(cross_v_);
+    }
   }
 
   // Graph format 2: every graph takes the weights after its own inputs.
@@ -257,6 +286,8 @@ class TorchGenerationBackend final : public GenerationBackend {
   InstanceMemory memory_;
   torch::Tensor k_cache_;
   torch::Tensor v_cache_;
+  torch::Tensor cross_k_;  // encoder-decoder models only (generation.cross_attention)
+  torch::Tensor cross_v_;
   std::map<int64_t, torch::jit::Module> prefill_;                  // by prompt bucket
   std::map<std::pair<int64_t, int64_t>, torch::jit::Module> chunk_;  // by (chunk length, KV length)
   std::map<std::pair<int, int64_t>, torch::jit::Module> decode_;  // by (batch size, KV length)

@@ -13,6 +13,10 @@
 //   decode_b<B>_k<K>: forward(tokens int64[B], positions int64[B], slots int64[B], k_cache, v_cache)
 //                       -> logits f32[B, vocab]
 //   k_cache, v_cache: f32[layers, slots + 1, context_length, kv_heads, head_dim] (generation_config.h)
+// An encoder-decoder's decoder (generation.cross_attention; backend/compile/whisper_export.py) takes more:
+//   prefill_l<L>:     forward(tokens, length, slot, encoder_hidden f32[1, positions, hidden], k_cache, v_cache,
+//                             cross_k, cross_v) -> logits f32[1, vocab]; writes the slot's cross K/V
+//   decode_b<B>_k<K>: forward(tokens, positions, slots, k_cache, v_cache, cross_k, cross_v) -> logits f32[B, vocab]
 // Padding: prompt tokens are padded with id 0 to the bucket (the graph takes the real length); decode rows are
 // padded to B with token 0, position 0 and slot kv_cache.slots (the scratch slot). Warm-up runs every graph and
 // writes only the scratch slot (prefill warm-up passes the scratch index straight to the graph).

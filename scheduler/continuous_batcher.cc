@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -79,6 +80,7 @@ struct Instance {
   std::vector<SequencePtr> prefilling;  // chunked prefill: holding a slot, prompt partly written; oldest first
   SlotPool slots;
   Sampler sampler;
+  std::vector<float> masked;  // one logits row with suppressed ids excluded (Suppressed())
   // Under the batcher's mu_:
   bool executing = false;      // a Prefill/Decode call is in flight
   absl::Time executing_since;  // when it started
@@ -385,7 +387,8 @@ class ContinuousBatcher::Impl {
   StepResult RunPrefills(Instance& in) {
     for (size_t i = 0; i < in.admitted.size(); ++i) {
       Sequence& seq = *in.admitted[i];
-      PrefillInput input{PrefillBucketFor(gen_, seq.prompt_length()), seq.slot, seq.request.prompt};
+      PrefillInput input{PrefillBucketFor(gen_, seq.prompt_length()), seq.slot, seq.request.prompt,
+                         seq.request.encoder_output};
       const absl::Time start = clock_.Now();
       seq.queue_time = start - seq.enqueued;
       bool timed_out = false;
@@ -537,8 +540,31 @@ class ContinuousBatcher::Impl {
     return gone ? StepResult::kDeviceGone : StepResult::kOk;
   }
 
+  // `row`, or (a request with suppressed or allowed ids) a copy in in.masked with the excluded ids at -infinity.
+  const float* Suppressed(Instance& in, const Sequence& seq, const float* row) {
+    const GenerationRequest& r = seq.request;
+    const bool first = seq.generated == 0;
+    if (r.suppressed_token_ids.empty() && r.allowed_token_ids.empty() &&
+        (!first || r.first_step_suppressed_ids.empty())) {
+      return row;
+    }
+    constexpr float kExcluded = -std::numeric_limits<float>::infinity();
+    if (r.allowed_token_ids.empty()) {
+      in.masked.assign(row, row + gen_.vocab_size);
+    } else {
+      in.masked.assign(gen_.vocab_size, kExcluded);
+      for (int32_t id : r.allowed_token_ids) in.masked[id] = row[id];
+    }
+    for (int32_t id : r.suppressed_token_ids) in.masked[id] = kExcluded;
+    if (first) {
+      for (int32_t id : r.first_step_suppressed_ids) in.masked[id] = kExcluded;
+    }
+    return in.masked.data();
+  }
+
   // Samples one token, delivers it, and says whether the sequence is done.
   std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, const float* row, absl::Time produced) {
+    row = Suppressed(in, seq, row);
     const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
     const int index = seq.generated++;
     seq.last_token = token;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -61,6 +62,16 @@ struct GenerationRequest {
   int max_tokens = 0;                // >= 1; prompt + max_tokens <= context_length
   SamplingParams sampling;
   std::vector<int32_t> stop_token_ids;  // besides EOS
+  // Never sampled (their logits count as -infinity): suppressed_token_ids at every step, first_step_suppressed_ids
+  // besides them at the first generated token (Whisper's suppress_tokens and begin_suppress_tokens). A non-empty
+  // allowed_token_ids restricts every step to those ids (Whisper's language detection). Ids in [0, vocab_size).
+  std::vector<int32_t> suppressed_token_ids;
+  std::vector<int32_t> first_step_suppressed_ids;
+  std::vector<int32_t> allowed_token_ids;
+  // An encoder-decoder model's (generation.cross_attention) encoder output for this sequence, FP32
+  // [encoder_positions, encoder_hidden]: its admission writes the cross-attention K/V from it. Required there,
+  // refused elsewhere. Shared: several sequences may decode one encoder output.
+  std::shared_ptr<const std::vector<float>> encoder_output;
   bool ignore_eos = false;           // generate exactly max_tokens (benchmarks)
   absl::Time deadline = absl::InfiniteFuture();
   TokenCallback on_token;

@@ -30,6 +30,25 @@ absl::Status CheckGenerationRequest(const GenerationOptions& options, const Gene
                                                      options.vocab_size, ")"));
     }
   }
+  for (const std::vector<int32_t>* ids :
+       {&request.suppressed_token_ids, &request.first_step_suppressed_ids, &request.allowed_token_ids}) {
+    for (int32_t id : *ids) {
+      if (id < 0 || id >= options.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("suppressed or allowed token id ", id,
+                                                       " is outside the vocabulary [0, ", options.vocab_size, ")"));
+      }
+    }
+  }
+  if (options.cross_attention) {
+    const int64_t want = options.cross_attention->encoder_output_size();
+    if (request.encoder_output == nullptr || static_cast<int64_t>(request.encoder_output->size()) != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an encoder-decoder model's sequence needs its encoder output (", want, " values); it has ",
+          request.encoder_output ? request.encoder_output->size() : 0));
+    }
+  } else if (request.encoder_output != nullptr) {
+    return absl::InvalidArgumentError("an encoder output was given to a decoder-only model");
+  }
   const SamplingParams& s = request.sampling;
   if (!std::isfinite(s.temperature) || s.temperature < 0.0f) {
     return absl::InvalidArgumentError(

@@ -66,6 +66,15 @@ absl::StatusOr<KvCacheShape> ParseKvCache(const YamlNode& parent, int64_t contex
   return shape;
 }
 
+absl::StatusOr<CrossAttentionShape> ParseCrossAttention(const YamlNode& node) {
+  SLUICE_RETURN_IF_ERROR(node.ExpectMap());
+  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"encoder_positions", "encoder_hidden"}));
+  CrossAttentionShape shape;
+  SLUICE_ASSIGN_OR_RETURN(shape.encoder_positions, RequiredBoundedInt(node, "encoder_positions", 1, kMaxCacheDim));
+  SLUICE_ASSIGN_OR_RETURN(shape.encoder_hidden, RequiredBoundedInt(node, "encoder_hidden", 1, kMaxCacheDim));
+  return shape;
+}
+
 absl::StatusOr<ChatTemplate> ParseChatTemplate(const YamlNode& node) {
   SLUICE_RETURN_IF_ERROR(node.ExpectMap());
   SLUICE_RETURN_IF_ERROR(node.CheckKeys({"system", "user", "assistant", "separator"}));
@@ -133,7 +142,8 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
                                          "decode_batch_sizes", "kv_lengths", "bos_token_id", "eos_token_id",
                                          "max_num_seqs", "prefill_token_budget", "max_queue_size",
                                          "default_max_tokens", "chat_template", "execution_timeout_ms",
-                                         "prefill_chunk_lengths", "iteration_token_budget", "decode_first"}));
+                                         "prefill_chunk_lengths", "iteration_token_budget", "decode_first",
+                                         "cross_attention"}));
   GenerationOptions options;
   SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, ParseTokenizerPath(node, model_dir));
   SLUICE_ASSIGN_OR_RETURN(int64_t vocab, RequiredBoundedInt(node, "vocab_size", 1, kMaxVocabSize));
@@ -213,6 +223,9 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
   }
   if (auto value = node.Optional("chat_template")) {
     SLUICE_ASSIGN_OR_RETURN(options.chat_template, ParseChatTemplate(*value));
+  }
+  if (auto value = node.Optional("cross_attention")) {
+    SLUICE_ASSIGN_OR_RETURN(options.cross_attention, ParseCrossAttention(*value));
   }
   SLUICE_RETURN_IF_ERROR(CheckRelations(node, options));
   return options;

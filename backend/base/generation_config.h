@@ -26,16 +26,24 @@
 //     execution_timeout_ms: 60000         # a prefill/decode call running longer: its sequences are answered
 //                                         # UNAVAILABLE and its instance leaves rotation (0: no watchdog)
 //     chat_template: {system: "<<SYS>> ", user: "User: ", assistant: "Assistant: ", separator: "\n"}
+//     cross_attention: {encoder_positions: 1500, encoder_hidden: 512}   # encoder-decoder (kind: speech) only
 //
 // The KV cache: two FP32 tensors (K and V) of shape [layers, slots + 1, context_length, kv_heads, head_dim],
 // allocated once per instance on its device and passed to every graph, which updates them in place. Slot
 // `slots` (the last one) is the scratch slot that padding rows of a decode batch write into.
+//
+// cross_attention (the decoder of an encoder-decoder model, a `kind: speech` model with `speech.recognizer:
+// whisper`): each sequence's admission (prefill) gets its encoder output, FP32 [encoder_positions, encoder_hidden],
+// and writes the cross-attention K/V into its slot of two more caches: cross_k [layers, slots + 1, kv_heads,
+// head_dim, encoder_positions] and cross_v [layers, slots + 1, kv_heads, encoder_positions, head_dim], passed to
+// every graph after k_cache and v_cache.
 //
 // Thread-safety: plain values.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +68,12 @@ struct ChatTemplate {
   std::string separator = "\n";
 };
 
+struct CrossAttentionShape {
+  int64_t encoder_positions = 0;
+  int64_t encoder_hidden = 0;
+  int64_t encoder_output_size() const { return encoder_positions * encoder_hidden; }
+};
+
 struct GenerationOptions {
   std::string tokenizer_path;  // absolute after parsing (resolved against the model directory)
   int vocab_size = 0;
@@ -82,6 +96,7 @@ struct GenerationOptions {
   double execution_timeout_ms = 60000;  // 0: none
   int default_max_tokens = 128;
   ChatTemplate chat_template;
+  std::optional<CrossAttentionShape> cross_attention;  // encoder-decoder models only
 
   int64_t max_prompt_length() const { return prefill_lengths.back(); }
   bool IsEos(int32_t token) const {

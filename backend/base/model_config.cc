@@ -300,6 +300,36 @@ absl::Status CheckLargestBatch(const YamlNode& list, const std::vector<TensorSpe
   return absl::OkStatus();
 }
 
+// recognizer: whisper: the encoder's output feeds the decoder's cross-attention (generation.cross_attention), whose
+// prompt and suppressed tokens lie inside its vocabulary.
+absl::Status CheckEncoderDecoder(const YamlNode& node, const ModelConfig& config, const TensorSpec& output) {
+  if (!config.generation || !config.generation->cross_attention) {
+    return node.Error("recognizer whisper needs a generation: section (the decoder) with cross_attention");
+  }
+  const GenerationOptions& g = *config.generation;
+  if (g.chunked_prefill()) {  // a chunk graph takes no encoder output: admission must be one whole prefill
+    return node.Error("recognizer whisper's decoder cannot use prefill_chunk_lengths (chunked prefill)");
+  }
+  const CrossAttentionShape& cross = *g.cross_attention;
+  if (output.dtype != DataType::kFp32 || output.shape != std::vector<int64_t>{cross.encoder_positions,
+                                                                               cross.encoder_hidden}) {
+    return node.Error(absl::StrCat("output '", output.name, "' must be FP32 with shape [", cross.encoder_positions,
+                                   ", ", cross.encoder_hidden, "] (generation.cross_attention)"));
+  }
+  const WhisperOptions& w = config.speech->whisper;
+  std::vector<int> ids = {w.start_token_id, w.transcribe_token_id, w.no_timestamps_token_id};
+  for (const std::vector<int>* list : {&w.language_token_ids, &w.suppress_tokens, &w.begin_suppress_tokens}) {
+    ids.insert(ids.end(), list->begin(), list->end());
+  }
+  for (int id : ids) {
+    if (id >= g.vocab_size) {
+      return node.Required("whisper")->Error(absl::StrCat("token id ", id, " is outside the decoder's vocabulary [0, ",
+                                                          g.vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The speech section against the rest of the config: a speech model, a [frames, classes] FP32 output with one
 // class per vocabulary symbol, and long-audio windows that advance (overlap on both sides < the largest bucket).
 absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
@@ -313,6 +343,7 @@ absl::Status CheckSpeech(const YamlNode& node, ModelConfig& config) {
   if (output == nullptr) {
     return node.Required("output")->Error(absl::StrCat("no output named '", speech.output, "'"));
   }
+  if (speech.recognizer == RecognizerKind::kWhisper) return CheckEncoderDecoder(node, config, *output);
   const int64_t classes = static_cast<int64_t>(speech.vocabulary.size());
   if (output->dtype != DataType::kFp32 || output->shape.size() != 2 || output->shape[0] != kVariableDim ||
       output->shape[1] != classes) {
@@ -358,7 +389,12 @@ absl::Status CheckEmbedding(const YamlNode& node, ModelConfig& config) {
 // inputs, outputs, buckets and batching: the (batch, length) bucket models' sections.
 absl::Status ParseBucketSections(const YamlNode& root, ModelConfig& config) {
   if (std::optional<YamlNode> generation = root.Optional("generation")) {
-    return generation->Error("generation is only allowed on kind: generation models");
+    // The decoder of an encoder-decoder speech model (speech.recognizer whisper; CheckEncoderDecoder).
+    if (config.kind != ModelKind::kSpeech) {
+      return generation->Error("generation is only allowed on kind: generation models and encoder-decoder speech "
+                               "models");
+    }
+    SLUICE_ASSIGN_OR_RETURN(config.generation, ParseGenerationOptions(*generation, config.directory));
   }
   SLUICE_ASSIGN_OR_RETURN(config.inputs, ParseTensorList(root, "inputs", /*is_input=*/true, config.kind));
   SLUICE_ASSIGN_OR_RETURN(config.outputs, ParseTensorList(root, "outputs", /*is_input=*/false, config.kind));
@@ -485,6 +521,11 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
   if (std::optional<YamlNode> speech = root.Optional("speech")) {
     SLUICE_ASSIGN_OR_RETURN(config.speech, ParseSpeechOptions(*speech));
     SLUICE_RETURN_IF_ERROR(CheckSpeech(*speech, config));
+  }
+  if (config.kind == ModelKind::kSpeech && config.generation &&
+      (!config.speech || config.speech->recognizer != RecognizerKind::kWhisper)) {
+    return root.Required("generation")->Error("a speech model's generation: section is its decoder: it needs "
+                                               "speech: {recognizer: whisper}");
   }
   if (std::optional<YamlNode> embedding = root.Optional("embedding")) {
     SLUICE_ASSIGN_OR_RETURN(config.embedding, ParseEmbeddingOptions(*embedding, config.directory));

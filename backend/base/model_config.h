@@ -120,10 +120,13 @@ struct ModelConfig {
   std::optional<SimCostModel> sim;  // present iff some instance group uses the sim device
   std::optional<SpeechOptions> speech;  // kind speech only: what the voice API needs (speech_config.h)
   std::optional<EmbeddingOptions> embedding;  // kind text only: what the embeddings API needs (embedding_config.h)
-  // kind generation only (and then always): the decoder's graphs, KV cache and engine policy
-  // (generation_config.h). inputs/outputs/buckets are empty for generation models.
+  // kind generation (and then always; inputs/outputs/buckets are empty), or the decoder of an encoder-decoder speech
+  // model: the decoder's graphs, KV cache and engine policy (generation_config.h).
   std::optional<GenerationOptions> generation;
 
+  // A speech model whose recognizer is an encoder-decoder (speech.recognizer whisper): its instances are an
+  // encoder Backend (the buckets) and a decoder GenerationBackend (the generation: section) each.
+  bool is_encoder_decoder() const { return kind == ModelKind::kSpeech && generation.has_value(); }
   int max_batch_size() const { return buckets.batch_sizes.back(); }
   int64_t max_length() const { return buckets.lengths.back(); }
   bool has_variable_output() const;

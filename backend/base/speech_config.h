@@ -13,6 +13,23 @@
 //                                  # (default: 2000, or a quarter of the largest bucket when that is shorter)
 //     streaming: {step_ms: 480, left_context_ms: 2000, lookahead_ms: 960, endpoint_silence_ms: 800}
 //
+// An encoder-decoder recognizer (Whisper) says so and names its prompt tokens instead of the CTC keys; its
+// encoder is the model's (batch, length) graphs (output `output`: the encoder's hidden states, FP32 [positions,
+// hidden]) and its decoder the model's `generation:` section (prefill = admission writing the cross-attention K/V):
+//
+//   speech:
+//     recognizer: whisper      # ctc (default) | whisper
+//     output: encoder_hidden
+//     max_audio_seconds: 600   # longer recordings are cut into 30 s windows (the largest bucket), decoded apart
+//     whisper:
+//       start_token_id: 50258          # <|startoftranscript|>
+//       transcribe_token_id: 50359     # <|transcribe|>
+//       no_timestamps_token_id: 50363  # <|notimestamps|>
+//       languages: [en, zh, ...]       # ISO-639-1 codes, in the order of language_token_ids
+//       language_token_ids: [50259, 50260, ...]
+//       suppress_tokens: [1, 2, ...]   # never generated
+//       begin_suppress_tokens: [220, 50257]  # never the first generated token
+//
 // Thread-safety: plain values.
 #pragma once
 
@@ -33,8 +50,23 @@ struct StreamingSpeechOptions {
   int endpoint_silence_ms = 800; // this much trailing blank output after speech ends the segment (final result)
 };
 
+// Whisper's prompt and suppress rules (generation_config.json's, written by backend/compile/whisper_export.py).
+struct WhisperOptions {
+  int start_token_id = 0;
+  int transcribe_token_id = 0;
+  int no_timestamps_token_id = 0;
+  std::vector<std::string> languages;      // ISO-639-1 codes
+  std::vector<int> language_token_ids;     // parallel to languages
+  std::vector<int> suppress_tokens;
+  std::vector<int> begin_suppress_tokens;
+};
+
+enum class RecognizerKind { kCtc, kWhisper };
+
 struct SpeechOptions {
-  std::vector<std::string> vocabulary;
+  RecognizerKind recognizer = RecognizerKind::kCtc;
+  WhisperOptions whisper;  // recognizer kWhisper only
+  std::vector<std::string> vocabulary;  // CTC only
   int blank = 0;
   std::string word_separator = " ";
   int64_t frame_samples = 0;

@@ -6,7 +6,8 @@ split into the static-shape graphs sluice serves, plus the log-mel front end. Pa
     WhisperFeatureExtractor computes: periodic Hann window 400, hop 160, centred frames (reflect padding), the
     power spectrum by a DFT done as a matmul, Slaney-normalised Slaney-scale mel filters (mel_filters(), built
     here), log10 of max(mel, 1e-10), the last frame dropped, floored at each row's max - 8, then (x + 4) / 4.
-  EncoderGraph: forward(audio [B, 480000], lengths [B]) -> hidden [B, 1500, d_model]. Samples at or past a row's
+  EncoderGraph: forward(audio [B, 480000], lengths [B]) -> hidden [B, 1500, d_model] (EncoderBucketGraph: the same
+    as the 1-tuple (hidden,), the server's bucket-graph convention). Samples at or past a row's
     length are zeroed first (the house convention: padding may hold anything, NaN included), which is exactly the
     zero padding Whisper itself expects; so one bucket length, Whisper's 30 s, serves every shorter clip.
   PrefillGraph (admission): forward(tokens [1, L], length [1], slot [1], encoder_hidden [1, 1500, d], k_cache,
@@ -268,6 +269,19 @@ class EncoderGraph(nn.Module):
         past_end = torch.arange(t, device=audio.device).unsqueeze(0) >= lengths.unsqueeze(1)
         audio = audio.masked_fill(past_end, 0.0)  # masked_fill, not a multiply: the padding may be NaN
         return self.m.model.encoder(self.m.log_mel(audio))
+
+
+class EncoderBucketGraph(nn.Module):
+    """EncoderGraph as a (batch, length) bucket graph of the server's convention: the outputs as a tuple
+    (one fixed-shape output here: no output lengths)."""
+
+    def __init__(self, model: Whisper):
+        super().__init__()
+        self.m = model
+        self.encoder = EncoderGraph(model)
+
+    def forward(self, audio: torch.Tensor, lengths: torch.Tensor):
+        return (self.encoder(audio, lengths),)
 
 
 def empty_self_cache(dims: WhisperDims, slots: int) -> torch.Tensor:

@@ -3,21 +3,27 @@
 graph format 2 (README.md "Graph format": weights.pt once, every graph takes the weights as trailing inputs):
 
   OUT/weights.pt                       every parameter once (float32)
-  OUT/graphs/encoder_b{B}_l480000.pt   forward(audio f32[B, 480000], lengths i64[B]) -> hidden f32[B, 1500, d]:
-                                       log-mel front end + encoder (whisper.py EncoderGraph); one audio length,
-                                       Whisper's 30 s window, per batch size
+  OUT/graphs/b{B}_l480000.pt           the encoder: forward(audio f32[B, 480000], lengths i64[B]) -> (hidden
+                                       f32[B, 1500, d],): log-mel front end + encoder (whisper.py EncoderGraph); one
+                                       audio length, Whisper's 30 s window, per batch size (the bucket graphs'
+                                       names: the server's dynamic batcher runs them)
   OUT/graphs/prefill_l{L}.pt           admission: forward(tokens i64[1, L], length i64[1], slot i64[1],
                                        encoder_hidden f32[1, 1500, d], k_cache, v_cache, cross_k, cross_v)
                                        -> logits f32[1, vocab]
   OUT/graphs/decode_b{B}_k{K}.pt       forward(tokens i64[B], positions i64[B], slots i64[B], k_cache, v_cache,
                                        cross_k, cross_v) -> logits f32[B, vocab]
   OUT/whisper.json                     the graphs, cache shapes, prompt / EOS / suppress token ids (from the
-                                       checkpoint's generation_config.json), for the runner (there is no
-                                       config.yaml: sluice-server does not serve encoder-decoder models yet)
+                                       checkpoint's generation_config.json), for Python runners (whisper_check.py)
+  OUT/config.yaml                      what sluice-server loads: kind speech, the encoder as (batch, 480000)
+                                       buckets, speech: {recognizer: whisper, whisper: {prompt, language and
+                                       suppress token ids}}, generation: the decoder (prefill = admission writing
+                                       cross K/V; cross_attention) — keys in server/README.md "Whisper"; the model's
+                                       name is OUT's directory name
   OUT/tokenizer.json                   copied from the checkpoint
 
   python3 backend/compile/whisper_export.py --checkpoint HF_DIR --out OUT [--encoder-batch-sizes 1,2,4,8]
       [--prefill-lengths 8,64] [--decode-batch-sizes 1,4,8,16] [--kv-lengths 64,128,448] [--slots 16]
+      [--max-audio-seconds 600] [--max-queue-delay-ms 20]
 Runs with Debian's python3 + python3-torch (safetensors read by hf_checkpoint.py). CPU only (`torch.jit.trace`
 then `torch.jit.freeze`).
 """
@@ -60,8 +66,56 @@ def special_ids(hf_dir: str) -> dict:
     return {k: gen[k] for k in need}
 
 
+def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue_delay_ms: float) -> str:
+    """The model's config.yaml for sluice-server (server/README.md "Whisper" documents each key)."""
+    layers, _, context, heads, head_dim = manifest["self_cache_shape"]
+    positions, hidden = manifest["encoder_hidden_shape"]
+    langs = sorted(manifest["lang_to_id"].items(), key=lambda kv: kv[1])
+    codes = [code.strip("<|>") for code, _ in langs]
+    slots = manifest["slots"]
+    max_seqs = min(slots, manifest["decode_batch_sizes"][-1])
+    prompt_bucket = manifest["prefill_lengths"][-1]
+    ints = lambda values: "[" + ", ".join(str(int(v)) for v in values) + "]"  # noqa: E731
+    return f"""# Written by backend/compile/whisper_export.py: Whisper served by sluice-server (server/README.md "Whisper").
+name: {name}
+kind: speech
+inputs: [{{name: audio, dtype: FP32, shape: [-1], sample_rate: {manifest["sample_rate"]}}}]
+outputs: [{{name: encoder_hidden, dtype: FP32, shape: [{positions}, {hidden}]}}]
+# The encoder: log-mel + encoder graphs, one 30 s bucket, every exported batch size (the dynamic batcher).
+buckets: {{lengths: [{manifest["audio_length"]}], batch_sizes: {ints(manifest["encoder_batch_sizes"])}}}
+batching: {{max_queue_delay_ms: {max_queue_delay_ms:g}, max_queue_size: 64}}
+instances: [{{count: 1, device: cpu, intra_op_threads: 1}}]
+speech:
+  recognizer: whisper
+  output: encoder_hidden
+  max_audio_seconds: {max_audio_seconds:g}
+  whisper:
+    start_token_id: {manifest["decoder_start_token_id"]}
+    transcribe_token_id: {manifest["task_to_id"]["transcribe"]}
+    no_timestamps_token_id: {manifest["no_timestamps_token_id"]}
+    languages: [{", ".join(json.dumps(c) for c in codes)}]
+    language_token_ids: {ints(i for _, i in langs)}
+    suppress_tokens: {ints(manifest["suppress_tokens"])}
+    begin_suppress_tokens: {ints(manifest["begin_suppress_tokens"])}
+# The decoder (the continuous batcher): admission = prefill writing the sequence's cross-attention K/V.
+generation:
+  tokenizer: tokenizer.json
+  vocab_size: {manifest["vocab_size"]}
+  context_length: {context}
+  kv_cache: {{slots: {slots}, layers: {layers}, kv_heads: {heads}, head_dim: {head_dim}}}
+  cross_attention: {{encoder_positions: {positions}, encoder_hidden: {hidden}}}
+  prefill_lengths: {ints(manifest["prefill_lengths"])}
+  decode_batch_sizes: {ints(manifest["decode_batch_sizes"])}
+  kv_lengths: {ints(manifest["kv_lengths"])}
+  eos_token_id: {manifest["eos_token_id"]}
+  max_num_seqs: {max_seqs}
+  prefill_token_budget: {max_seqs * prompt_bucket}
+  default_max_tokens: {context - 4}
+"""
+
+
 def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batches, kv_lengths, slots: int,
-           log=print) -> None:
+           max_audio_seconds: float = 600, max_queue_delay_ms: float = 20, log=print) -> None:
     torch.set_grad_enabled(False)
     model = whisper.load_checkpoint(hf_dir)
     dims = model.dims
@@ -80,7 +134,7 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
     jobs = []
     for b in encoder_batches:
         audio = torch.randn(b, whisper.CHUNK_SAMPLES, generator=gen) * 0.1
-        jobs.append((f"encoder_b{b}_l{whisper.CHUNK_SAMPLES}", whisper.EncoderGraph(model),
+        jobs.append((f"b{b}_l{whisper.CHUNK_SAMPLES}", whisper.EncoderBucketGraph(model),
                      (audio, torch.full((b,), whisper.CHUNK_SAMPLES // 2))))
     for length in prefill_lengths:
         tokens = torch.randint(0, dims.vocab_size, (1, length), generator=gen)
@@ -114,6 +168,8 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
     }
     with open(os.path.join(tmp, "whisper.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    with open(os.path.join(tmp, "config.yaml"), "w") as f:
+        f.write(server_config(os.path.basename(out), manifest, max_audio_seconds, max_queue_delay_ms))
     shutil.copyfile(os.path.join(hf_dir, "tokenizer.json"), os.path.join(tmp, "tokenizer.json"))
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
@@ -128,10 +184,13 @@ def main() -> int:
     p.add_argument("--decode-batch-sizes", default="1,4,8,16")
     p.add_argument("--kv-lengths", default="64,128,448")
     p.add_argument("--slots", type=int, default=16)
+    p.add_argument("--max-audio-seconds", type=float, default=600,
+                   help="config.yaml speech.max_audio_seconds (longer audio: 30 s windows)")
+    p.add_argument("--max-queue-delay-ms", type=float, default=20, help="config.yaml batching.max_queue_delay_ms")
     a = p.parse_args()
     t0 = time.monotonic()
     export(a.checkpoint, os.path.abspath(a.out), _ints(a.encoder_batch_sizes), _ints(a.prefill_lengths),
-           _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots)
+           _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots, a.max_audio_seconds, a.max_queue_delay_ms)
     print(f"whisper_export: {a.out} in {time.monotonic() - t0:.1f} s")
     return 0
 

@@ -87,7 +87,7 @@ void LogRepository(const ModelRepository& repository) {
     const size_t instances = model.instances.size() + model.generation_instances.size();
     spdlog::info("model {} memory: {}", config.name, DescribeModelMemory(memory, instances));
     if (std::string warning = GraphFormatWarning(config.name, memory); !warning.empty()) spdlog::warn("{}", warning);
-    if (config.generation) {
+    if (config.kind == ModelKind::kGeneration) {
       const GenerationOptions& g = *config.generation;
       spdlog::info("model {} (generation): {} instance(s), prompt buckets [{}], decode batch sizes [{}], KV lengths "
                    "[{}], {} sequences per instance, loaded+warmed in {:.2f} s", config.name,
@@ -100,6 +100,7 @@ void LogRepository(const ModelRepository& repository) {
     spdlog::info("model {}: {} instance(s), lengths [{}], batch sizes [{}], loaded+warmed in {:.2f} s", config.name,
                  model.instances.size(), fmt::join(config.buckets.lengths, ","),
                  fmt::join(config.buckets.batch_sizes, ","), model.load_seconds);
+    for (const auto& instance : model.generation_instances) spdlog::info("  decoder {}", instance->Describe());
     for (const auto& instance : model.instances) {
       for (const BucketLoadStats& bucket : instance->load_stats()) {
         spdlog::debug("  {} bucket b{} l{}: load {:.3f} s, warm {:.3f} s", instance->Describe(), bucket.batch_size,
@@ -108,6 +109,27 @@ void LogRepository(const ModelRepository& repository) {
     }
     for (const auto& instance : model.stream_instances) spdlog::info("  {}", instance->Describe());
   }
+}
+
+// The decoder engine of an encoder-decoder speech model, over its generation instances (model_hub.h).
+absl::StatusOr<std::unique_ptr<SpeechDecoder>> CreateSpeechDecoder(LoadedModel& loaded, ServerMetrics* metrics) {
+  auto decoder = std::make_unique<SpeechDecoder>();
+  decoder->config = loaded.config.get();
+  ContinuousBatcherOptions options;
+  options.model = loaded.config.get();
+  for (auto& instance : loaded.generation_instances) options.instances.push_back(instance.get());
+  if (metrics != nullptr) {
+    decoder->metrics = std::make_unique<GenerationMetrics>(*loaded.config, metrics);
+    options.observer = [m = decoder->metrics.get()](const GenerationStepReport& step) { m->RecordStep(step); };
+  }
+  absl::StatusOr<std::unique_ptr<ContinuousBatcher>> engine = ContinuousBatcher::Create(options);
+  if (!engine.ok()) {
+    return absl::Status(engine.status().code(), absl::StrCat("decoder engine for ", loaded.config->name, ": ",
+                                                             engine.status().message()));
+  }
+  decoder->engine = *std::move(engine);
+  if (decoder->metrics) decoder->metrics->AttachEngine(decoder->engine.get());
+  return decoder;
 }
 
 }  // namespace
@@ -210,8 +232,14 @@ absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
   std::vector<std::unique_ptr<ServedModel>> models;
   std::vector<std::unique_ptr<GenerationModel>> generation_models;
   std::vector<std::unique_ptr<EmbeddingModel>> embedding_models;
+  std::vector<std::unique_ptr<SpeechDecoder>> speech_decoders;
   for (LoadedModel& loaded : repository_->mutable_models()) {
-    if (loaded.config->generation) {
+    if (loaded.config->is_encoder_decoder()) {
+      absl::StatusOr<std::unique_ptr<SpeechDecoder>> decoder = CreateSpeechDecoder(loaded, metrics_.get());
+      if (!decoder.ok()) return decoder.status();
+      speech_decoders.push_back(*std::move(decoder));
+    }
+    if (loaded.config->kind == ModelKind::kGeneration) {
       GenerationModelOptions options;
       options.config = loaded.config.get();
       for (auto& instance : loaded.generation_instances) options.instances.push_back(instance.get());
@@ -256,7 +284,8 @@ absl::Status Server::LoadModels(const std::atomic<bool>* cancel) {
     if (!engine.ok()) return engine.status();
     stream_engines.push_back(*std::move(engine));
   }
-  hub_->Publish(std::move(models), std::move(generation_models), std::move(embedding_models));
+  hub_->Publish(std::move(models), std::move(generation_models), std::move(embedding_models),
+                std::move(speech_decoders));
   riva_service_->stream_engines().Publish(std::move(stream_engines));
   if (absl::Status voice = riva_service_->CheckDefaultModel(); !voice.ok()) return voice;
   hub_->state().SetReady();

@@ -6,8 +6,10 @@ namespace sluice {
 
 void ModelHub::Publish(std::vector<std::unique_ptr<ServedModel>> models,
                        std::vector<std::unique_ptr<GenerationModel>> generation_models,
-                       std::vector<std::unique_ptr<EmbeddingModel>> embedding_models) {
+                       std::vector<std::unique_ptr<EmbeddingModel>> embedding_models,
+                       std::vector<std::unique_ptr<SpeechDecoder>> speech_decoders) {
   models_ = std::move(models);
+  speech_decoders_ = std::move(speech_decoders);
   generation_models_ = std::move(generation_models);
   embedding_models_ = std::move(embedding_models);
   loaded_.store(true, std::memory_order_release);
@@ -93,6 +95,18 @@ void ModelHub::StopAll() {
   for (const auto& model : embedding_models()) model->WaitForSubmitted();
   for (const auto& model : models()) model->scheduler().Stop();
   for (const auto& model : generation_models()) model->Stop();
+  // After the encoders: an encoder batch finishing during Stop still hands its recordings to the decoder.
+  if (loaded_.load(std::memory_order_acquire)) {
+    for (const auto& decoder : speech_decoders_) decoder->engine->Stop();
+  }
+}
+
+ContinuousBatcher* ModelHub::SpeechDecoderOf(std::string_view name) const {
+  if (!loaded_.load(std::memory_order_acquire)) return nullptr;
+  for (const auto& decoder : speech_decoders_) {
+    if (decoder->config->name == name) return decoder->engine.get();
+  }
+  return nullptr;
 }
 
 }  // namespace sluice

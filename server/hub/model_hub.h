@@ -14,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "server/llm/embedding_model.h"
+#include "scheduler/continuous_batcher.h"
+#include "server/llm/generation_metrics.h"
 #include "server/llm/generation_model.h"
 #include "server/core/served_model.h"
 #include "server/metrics/server_metrics.h"
@@ -30,6 +32,16 @@ struct HostedModel {
   EmbeddingModel* embedding = nullptr;
 };
 
+// The decoder of an encoder-decoder speech model (Whisper; ModelConfig::is_encoder_decoder): the continuous batcher
+// over the model's generation instances, and its generation metrics (sluice_generation_*{model}). A facet of the
+// batched model of the same name (its encoder): only the voice API's recognizer feeds it (its sequences need an
+// encoder output), so no text-generation API serves it.
+struct SpeechDecoder {
+  const ModelConfig* config = nullptr;
+  std::unique_ptr<GenerationMetrics> metrics;   // may be null (no /metrics); outlives the engine
+  std::unique_ptr<ContinuousBatcher> engine;
+};
+
 class ModelHub {
  public:
   // `metrics` may be null (then /metrics answers 404); it must outlive the hub.
@@ -42,7 +54,8 @@ class ModelHub {
   // `embedding_models` each wrap one of `models`.
   void Publish(std::vector<std::unique_ptr<ServedModel>> models,
                std::vector<std::unique_ptr<GenerationModel>> generation_models = {},
-               std::vector<std::unique_ptr<EmbeddingModel>> embedding_models = {});
+               std::vector<std::unique_ptr<EmbeddingModel>> embedding_models = {},
+               std::vector<std::unique_ptr<SpeechDecoder>> speech_decoders = {});
   // Empty until Publish().
   std::span<const std::unique_ptr<ServedModel>> models() const;
   std::span<const std::unique_ptr<GenerationModel>> generation_models() const;
@@ -63,6 +76,8 @@ class ModelHub {
   // embedding: section).
   absl::StatusOr<EmbeddingModel*> FindEmbedding(std::string_view name) const;
   std::span<const std::unique_ptr<EmbeddingModel>> embedding_models() const;
+  // The decoder engine of the encoder-decoder speech model `name`; null when there is none (or while loading).
+  ContinuousBatcher* SpeechDecoderOf(std::string_view name) const;
 
   ServingState& state() { return state_; }
   const ServingState& state() const { return state_; }
@@ -70,7 +85,7 @@ class ModelHub {
   bool draining() const { return state_.draining(); }
   ServerMetrics* metrics() const { return metrics_; }
   int64_t InFlight() const;
-  // Stops every scheduler and generation engine (each finishes its accepted requests), after every embedding call
+  // Stops every scheduler, generation engine and speech decoder (each finishes its accepted requests), after every embedding call
   // already taken has its rows queued. REQUIRES: state().BeginDrain() was called.
   void StopAll();
 
@@ -81,6 +96,7 @@ class ModelHub {
   std::vector<std::unique_ptr<ServedModel>> models_;  // see the thread-safety note above
   std::vector<std::unique_ptr<GenerationModel>> generation_models_;  // likewise
   std::vector<std::unique_ptr<EmbeddingModel>> embedding_models_;  // likewise
+  std::vector<std::unique_ptr<SpeechDecoder>> speech_decoders_;    // likewise
 };
 
 }  // namespace sluice

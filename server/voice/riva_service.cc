@@ -294,8 +294,12 @@ grpc::ServerUnaryReactor* RivaAsrService::GetRivaSpeechRecognitionConfig(
     const SpeechOptions& speech = *voice->config().speech;
     parameters["sample_rate_hertz"] = absl::StrCat(sample_rate);
     parameters["max_audio_seconds"] = absl::StrCat(speech.max_audio_seconds);
-    parameters["vocabulary_size"] = absl::StrCat(speech.vocabulary.size());
-    parameters["frame_ms"] = absl::StrCat(1000.0 * speech.frame_samples / sample_rate);
+    if (speech.recognizer == RecognizerKind::kCtc) {
+      parameters["vocabulary_size"] = absl::StrCat(speech.vocabulary.size());
+      parameters["frame_ms"] = absl::StrCat(1000.0 * speech.frame_samples / sample_rate);
+    } else {
+      parameters["recognizer"] = "whisper";
+    }
     std::vector<double> bucket_seconds;
     for (int64_t length : voice->config().buckets.lengths) {
       bucket_seconds.push_back(static_cast<double>(length) / sample_rate);

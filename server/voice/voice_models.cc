@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/voice/ctc_recognizer.h"
+#include "server/voice/whisper_recognizer.h"
 
 namespace sluice::voice {
 
@@ -16,6 +17,17 @@ absl::Status VoiceModels::EnsureBuilt() {
   }
   for (const std::unique_ptr<ServedModel>& served : hub_->models()) {
     if (!served->config().speech) continue;
+    if (served->config().speech->recognizer == RecognizerKind::kWhisper) {
+      // An encoder-decoder: its encoder is `served`, its decoder the hub's engine of the same name. It has no
+      // windowed SpeechModel: StreamingRecognize refuses it naming the model.
+      absl::StatusOr<std::unique_ptr<WhisperRecognizer>> whisper =
+          WhisperRecognizer::Create(served.get(), hub_->SpeechDecoderOf(served->config().name));
+      if (!whisper.ok()) return whisper.status();  // a model that loaded but cannot be served is the server's fault
+      auto entry = std::make_unique<VoiceModel>();
+      entry->recognizer = *std::move(whisper);
+      models_.push_back(std::move(entry));
+      continue;
+    }
     absl::StatusOr<SpeechModel> model = SpeechModel::Create(served.get());
     if (!model.ok()) continue;  // not servable as speech (e.g. extra inputs): KServe v2 only
     const SpeechOptions& speech = served->config().speech.value();

