@@ -15,12 +15,14 @@ using ::testing::HasSubstr;
 TEST(ModelRepositoryTest, ListsTheExampleModels) {
   absl::StatusOr<std::vector<std::string>> dirs = ListModelDirectories(testing::ExampleModelsDir());
   ASSERT_TRUE(dirs.ok()) << dirs.status();
-  // Sorted by name: the random-weight recognizer, the trained digits recognizer, the example LLM, the text encoder.
-  ASSERT_EQ(dirs->size(), 4u);
+  // Sorted by name: the random-weight recognizer, its cache-aware streaming twin, the trained digits recognizer,
+  // the example LLM, the text encoder.
+  ASSERT_EQ(dirs->size(), 5u);
   EXPECT_THAT((*dirs)[0], ::testing::EndsWith("/asr_ctc"));
-  EXPECT_THAT((*dirs)[1], ::testing::EndsWith("/asr_digits"));
-  EXPECT_THAT((*dirs)[2], ::testing::EndsWith("/llama_tiny"));
-  EXPECT_THAT((*dirs)[3], ::testing::EndsWith("/text_embed"));
+  EXPECT_THAT((*dirs)[1], ::testing::EndsWith("/asr_ctc_stream"));
+  EXPECT_THAT((*dirs)[2], ::testing::EndsWith("/asr_digits"));
+  EXPECT_THAT((*dirs)[3], ::testing::EndsWith("/llama_tiny"));
+  EXPECT_THAT((*dirs)[4], ::testing::EndsWith("/text_embed"));
 }
 
 TEST(ModelRepositoryTest, LoadsOnlyTheRequestedModelWithItsInstances) {
