@@ -40,6 +40,8 @@ class DynamicBatcher final : public Scheduler {
         clock_(*options.clock),
         table_(options.model->buckets),
         max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)),
+        largest_batches_(options.model->batching.batch_size_policy ==
+                         BatchingOptions::BatchSizePolicy::kLargest),
         execution_timeout_(options.model->batching.execution_timeout_ms > 0
                                ? absl::Microseconds(options.model->batching.execution_timeout_ms * 1000.0)
                                : absl::InfiniteDuration()),
@@ -214,8 +216,10 @@ class DynamicBatcher final : public Scheduler {
 
   // The largest batch worth forming in this bucket: the compiled size with the best measured rows/s (ties
   // within 5 % go to the larger size). On accelerators that is the largest size; on a CPU, long buckets often
-  // run fastest per row at small sizes. Until every size has an estimate, the largest size.
+  // run fastest per row at small sizes. Until every size has an estimate, the largest size; always the largest
+  // under `batch_size_policy: largest`.
   int EfficientBatchSizeLocked(size_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (largest_batches_) return table_.max_batch_size();
     const auto& sizes = table_.batch_sizes();
     double best = 0;
     std::vector<double> rows_per_second(sizes.size());
@@ -585,6 +589,7 @@ class DynamicBatcher final : public Scheduler {
   const Clock& clock_;
   const BucketTable table_;
   const absl::Duration max_delay_;
+  const bool largest_batches_;  // batch_size_policy: largest
   const absl::Duration execution_timeout_;  // InfiniteDuration when execution_timeout_ms is 0
   const BatchObserver on_batch_;
 

@@ -1,6 +1,7 @@
 // The dynamic batcher: the Scheduler for stateless models. One queue per length bucket; a batch closes when it
 // reaches the bucket's most efficient compiled batch size (the best measured rows/s: the largest size on an
-// accelerator, often a small one for long buckets on a CPU), when its oldest request has waited
+// accelerator, often a small one for long buckets on a CPU; the largest under batching.batch_size_policy:
+// largest), when its oldest request has waited
 // max_queue_delay, or earlier when waiting longer would miss the earliest deadline in the queue given the
 // bucket's measured compute time.
 // Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free

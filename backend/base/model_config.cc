@@ -135,7 +135,18 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   std::optional<YamlNode> node = root.Optional("batching");
   if (!node) return options;
   SLUICE_RETURN_IF_ERROR(node->CheckKeys(
-      {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms"}));
+      {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms",
+       "batch_size_policy"}));
+  if (auto policy = node->Optional("batch_size_policy")) {
+    SLUICE_ASSIGN_OR_RETURN(std::string value, policy->AsString());
+    if (value == "measured") {
+      options.batch_size_policy = BatchingOptions::BatchSizePolicy::kMeasured;
+    } else if (value == "largest") {
+      options.batch_size_policy = BatchingOptions::BatchSizePolicy::kLargest;
+    } else {
+      return policy->Error(absl::StrCat("must be measured or largest, not '", value, "'"));
+    }
+  }
   if (auto delay = node->Optional("max_queue_delay_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
     if (!(std::isfinite(options.max_queue_delay_ms) && options.max_queue_delay_ms >= 0)) {

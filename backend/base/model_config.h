@@ -66,6 +66,12 @@ struct BatchingOptions {
   // out of rotation (a hung device call cannot be interrupted). 0: no limit. Generous by default: the slowest
   // bucket of a CPU graph takes about a second here.
   double execution_timeout_ms = 60000;
+  // How large a batch the dynamic batcher forms in a bucket. kMeasured: the compiled size with the best measured
+  // rows/s (on a CPU, long buckets often run fastest per row at small sizes, so batching stops there). kLargest:
+  // always up to the largest compiled size, whatever the timings say (an accelerator whose timings are noisy, or
+  // a test that must see batches form).
+  enum class BatchSizePolicy { kMeasured, kLargest };
+  BatchSizePolicy batch_size_policy = BatchSizePolicy::kMeasured;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the

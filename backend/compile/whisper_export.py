@@ -66,7 +66,8 @@ def special_ids(hf_dir: str) -> dict:
     return {k: gen[k] for k in need}
 
 
-def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue_delay_ms: float) -> str:
+def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue_delay_ms: float,
+                  batch_size_policy: str = "measured") -> str:
     """The model's config.yaml for sluice-server (server/README.md "Whisper" documents each key)."""
     layers, _, context, heads, head_dim = manifest["self_cache_shape"]
     positions, hidden = manifest["encoder_hidden_shape"]
@@ -83,7 +84,7 @@ inputs: [{{name: audio, dtype: FP32, shape: [-1], sample_rate: {manifest["sample
 outputs: [{{name: encoder_hidden, dtype: FP32, shape: [{positions}, {hidden}]}}]
 # The encoder: log-mel + encoder graphs, one 30 s bucket, every exported batch size (the dynamic batcher).
 buckets: {{lengths: [{manifest["audio_length"]}], batch_sizes: {ints(manifest["encoder_batch_sizes"])}}}
-batching: {{max_queue_delay_ms: {max_queue_delay_ms:g}, max_queue_size: 64}}
+batching: {{max_queue_delay_ms: {max_queue_delay_ms:g}, max_queue_size: 64, batch_size_policy: {batch_size_policy}}}
 instances: [{{count: 1, device: cpu, intra_op_threads: 1}}]
 speech:
   recognizer: whisper
@@ -115,7 +116,8 @@ generation:
 
 
 def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batches, kv_lengths, slots: int,
-           max_audio_seconds: float = 600, max_queue_delay_ms: float = 20, log=print) -> None:
+           max_audio_seconds: float = 600, max_queue_delay_ms: float = 20, batch_size_policy: str = "measured",
+           log=print) -> None:
     torch.set_grad_enabled(False)
     model = whisper.load_checkpoint(hf_dir)
     dims = model.dims
@@ -169,7 +171,8 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
     with open(os.path.join(tmp, "whisper.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     with open(os.path.join(tmp, "config.yaml"), "w") as f:
-        f.write(server_config(os.path.basename(out), manifest, max_audio_seconds, max_queue_delay_ms))
+        f.write(server_config(os.path.basename(out), manifest, max_audio_seconds, max_queue_delay_ms,
+                              batch_size_policy))
     shutil.copyfile(os.path.join(hf_dir, "tokenizer.json"), os.path.join(tmp, "tokenizer.json"))
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
@@ -187,10 +190,14 @@ def main() -> int:
     p.add_argument("--max-audio-seconds", type=float, default=600,
                    help="config.yaml speech.max_audio_seconds (longer audio: 30 s windows)")
     p.add_argument("--max-queue-delay-ms", type=float, default=20, help="config.yaml batching.max_queue_delay_ms")
+    p.add_argument("--batch-size-policy", choices=["measured", "largest"], default="measured",
+                   help="config.yaml batching.batch_size_policy (measured: on a CPU the 30 s encoder often runs "
+                        "fastest one window at a time, so it stops batching there)")
     a = p.parse_args()
     t0 = time.monotonic()
     export(a.checkpoint, os.path.abspath(a.out), _ints(a.encoder_batch_sizes), _ints(a.prefill_lengths),
-           _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots, a.max_audio_seconds, a.max_queue_delay_ms)
+           _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots, a.max_audio_seconds, a.max_queue_delay_ms,
+           a.batch_size_policy)
     print(f"whisper_export: {a.out} in {time.monotonic() - t0:.1f} s")
     return 0
 

@@ -217,6 +217,26 @@ TEST_F(DynamicBatcherTest, CapsBatchesAtTheSizeWithTheBestMeasuredThroughput) {
   EXPECT_EQ(backend().executed()[4].batch_size, 2);
 }
 
+TEST_F(DynamicBatcherTest, LargestPolicyFillsTheLargestSizeWhateverTheMeasuredThroughput) {
+  model_.batching.batch_size_policy = BatchingOptions::BatchSizePolicy::kLargest;
+  Start();
+  // The timings of the test above, where the measured policy stops at size 2.
+  backend().SetComputeForBatchSize(2, absl::Milliseconds(6));
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(40));
+  for (int n : {1, 2, 4}) {
+    std::vector<std::shared_ptr<PendingAnswer>> warm;
+    for (int i = 0; i < n; ++i) warm.push_back(Submit(*scheduler_, 50));
+    clock_.Advance(absl::Milliseconds(10));
+    for (auto& a : warm) ASSERT_TRUE(WaitDone(a));
+  }
+  ASSERT_EQ(backend().executed_count(), 3u);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int i = 0; i < 4; ++i) answers.push_back(Submit(*scheduler_, 50));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));  // no clock advance: only size 4 counts as full
+  ASSERT_EQ(backend().executed_count(), 4u);
+  EXPECT_EQ(backend().executed()[3].batch_size, 4);
+}
+
 TEST_F(DynamicBatcherTest, PrefersAnExactCompiledSizeWhenTheRestCanWait) {
   Start();
   auto a = Submit(*scheduler_, 10);

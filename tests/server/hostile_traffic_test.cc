@@ -555,7 +555,7 @@ TEST(OverloadTest, OverflowIsShedWith429AtOnceAndCountedExactly) {
     call.sent = Clock::now();
     ASSERT_TRUE(SendAll(call.socket.fd(), request)) << "the server closed the connection; its log:\n" << server.Log();
   }
-  // Collect every answer (one poll loop over all sockets): 9 admitted ones take ~200 ms each in turn.
+  // Collect every answer (one poll loop over all sockets): 8-9 admitted ones take ~200 ms each in turn.
   const auto until = Clock::now() + std::chrono::seconds(30);
   int pending = kRequests;
   while (pending > 0 && Clock::now() < until) {
@@ -612,7 +612,9 @@ TEST(OverloadTest, OverflowIsShedWith429AtOnceAndCountedExactly) {
   }
   EXPECT_EQ(other, 0) << "requests answered neither 200 nor 429 (or not at all); server log:\n" << server.Log();
   EXPECT_EQ(ok + shed, kRequests);
-  EXPECT_GE(ok, 9) << "one running and 8 queued are admitted";
+  // The queue's 8 are always admitted; a 9th only when the instance took the first request off the queue before
+  // the burst filled it (a race the burst usually, not always, loses).
+  EXPECT_GE(ok, 8) << "the 8 queued are admitted";
   EXPECT_GE(shed, 100) << "most of a burst of 200 against a queue of 8 is shed";
   // Shedding is immediate: every 429 arrived within a second, before the last admitted request finished.
   EXPECT_LT(slowest_429, milliseconds(1000));

