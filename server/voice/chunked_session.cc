@@ -37,28 +37,19 @@ absl::StatusOr<ChunkedSession> ChunkedSession::Create(const ChunkedSessionOption
   return session;
 }
 
-void ChunkedSession::AddAudio(std::span<const float> samples, absl::Time now) {
-  if (samples.empty() || end_of_audio_) return;
-  audio_.insert(audio_.end(), samples.begin(), samples.end());
-  received_ += static_cast<int64_t>(samples.size());
-  chunks_.emplace_back(received_, now);
-}
+void ChunkedSession::AddAudio(std::span<const float> samples, absl::Time now) { audio_.Add(samples, now); }
 
-void ChunkedSession::EndOfAudio(absl::Time now) {
-  if (end_of_audio_) return;
-  end_of_audio_ = true;
-  end_of_audio_at_ = now;
-}
+void ChunkedSession::EndOfAudio(absl::Time now) { audio_.End(now); }
 
 std::optional<StreamWindow> ChunkedSession::NextWindow() {
   if (in_flight_ || finished_) return std::nullopt;
-  const int64_t backlog = received_ - processed_;
-  if (backlog <= 0 || (backlog < options_.chunk_samples && !end_of_audio_)) return std::nullopt;
+  const int64_t backlog = audio_.received() - processed_;
+  if (backlog <= 0 || (backlog < options_.chunk_samples && !audio_.ended())) return std::nullopt;
   StreamWindow window;
   window.start = processed_;
   window.end = processed_ + std::min(backlog, options_.chunk_samples);
-  window.last = end_of_audio_ && window.end == received_;
-  window.samples.assign(audio_.begin(), audio_.begin() + (window.end - window.start));
+  window.last = audio_.ended() && window.end == audio_.received();
+  window.samples = audio_.Slice(window.start, window.end);
   in_flight_ = true;
   in_flight_end_ = window.end;
   in_flight_last_ = window.last;
@@ -82,24 +73,20 @@ absl::StatusOr<WindowOutcome> ChunkedSession::OnWindowDone(const WindowLogProbs&
     frames_.insert(frames_.end(), row, row + classes_);
     blank_.push_back(std::max_element(row, row + classes_) - row == options_.blank);
   }
-  audio_.erase(audio_.begin(), audio_.begin() + samples);
+  audio_.DropBefore(in_flight_end_);
   processed_ = in_flight_end_;
   UpdateSpeechStart(first_new);
 
   WindowOutcome outcome;
-  while (!chunks_.empty() && chunks_.front().first <= processed_) {
-    outcome.chunk_latencies.push_back(now - chunks_.front().second);
-    last_chunk_done_at_ = chunks_.front().second;
-    chunks_.pop_front();
-  }
+  outcome.chunk_latencies = audio_.TakeChunkLatencies(processed_, now);
   const double segment_seconds = static_cast<double>(processed_ - segment_start_) / options_.sample_rate;
   if (in_flight_last_) {
     outcome.results.push_back(Final());
-    outcome.final_latency = now - end_of_audio_at_;
+    outcome.final_latency = now - audio_.ended_at();
     finished_ = true;
   } else if (AtEndpoint() || segment_seconds >= kMaxSegmentSeconds) {
     outcome.results.push_back(Final());
-    if (last_chunk_done_at_) outcome.final_latency = now - *last_chunk_done_at_;
+    if (auto arrival = audio_.last_done_arrival()) outcome.final_latency = now - *arrival;
     StartSegment();
   } else if (options_.interim_results) {
     StreamResult interim;
@@ -114,10 +101,10 @@ absl::StatusOr<WindowOutcome> ChunkedSession::OnWindowDone(const WindowLogProbs&
 }
 
 std::optional<WindowOutcome> ChunkedSession::TakeClosingResult(absl::Time now) {
-  if (!end_of_audio_ || finished_ || in_flight_ || processed_ < received_) return std::nullopt;
+  if (!audio_.ended() || finished_ || in_flight_ || processed_ < audio_.received()) return std::nullopt;
   WindowOutcome outcome;
   outcome.results.push_back(Final());
-  outcome.final_latency = now - end_of_audio_at_;
+  outcome.final_latency = now - audio_.ended_at();
   finished_ = true;
   return outcome;
 }

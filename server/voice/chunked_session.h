@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/voice/ctc_decoder.h"
+#include "server/voice/stream_audio.h"
 #include "server/voice/stream_session.h"
 
 namespace sluice::voice {
@@ -63,8 +64,8 @@ class ChunkedSession final : public StreamSession {
   absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now) override;
   std::optional<WindowOutcome> TakeClosingResult(absl::Time now) override;
   bool finished() const override { return finished_; }
-  int64_t backlog_samples() const override { return received_ - processed_; }
-  int64_t received_samples() const override { return received_; }
+  int64_t backlog_samples() const override { return audio_.received() - processed_; }
+  int64_t received_samples() const override { return audio_.received(); }
 
  private:
   ChunkedSession(const ChunkedSessionOptions& options, const CtcDecoder* decoder)
@@ -81,17 +82,12 @@ class ChunkedSession final : public StreamSession {
   int64_t stop_frames_ = 1;
   int64_t classes_ = 0;
 
-  std::deque<float> audio_;  // stream samples [processed_, received_)
-  int64_t received_ = 0;
+  StreamAudio audio_;        // keeps samples from processed_ on
   int64_t processed_ = 0;    // end of the last chunk run
   bool in_flight_ = false;
   int64_t in_flight_end_ = 0;
   bool in_flight_last_ = false;
-  bool end_of_audio_ = false;
-  absl::Time end_of_audio_at_;
   bool finished_ = false;
-  std::deque<std::pair<int64_t, absl::Time>> chunks_;  // (end sample, received at) of client chunks not yet run
-  std::optional<absl::Time> last_chunk_done_at_;
 
   int64_t segment_start_ = 0;   // sample
   std::vector<float> frames_;   // [frames, classes] of the segment

@@ -36,18 +36,9 @@ absl::StatusOr<StreamingSession> StreamingSession::Create(const StreamingSession
   return session;
 }
 
-void StreamingSession::AddAudio(std::span<const float> samples, absl::Time now) {
-  if (samples.empty() || end_of_audio_) return;
-  audio_.insert(audio_.end(), samples.begin(), samples.end());
-  received_ += static_cast<int64_t>(samples.size());
-  chunks_.emplace_back(received_, now);
-}
+void StreamingSession::AddAudio(std::span<const float> samples, absl::Time now) { audio_.Add(samples, now); }
 
-void StreamingSession::EndOfAudio(absl::Time now) {
-  if (end_of_audio_) return;
-  end_of_audio_ = true;
-  end_of_audio_at_ = now;
-}
+void StreamingSession::EndOfAudio(absl::Time now) { audio_.End(now); }
 
 int64_t StreamingSession::commit_sample() const {
   const int64_t frames = classes_ == 0 ? 0 : static_cast<int64_t>(committed_.size()) / classes_;
@@ -60,13 +51,13 @@ int64_t StreamingSession::NextWindowStart() const {
 
 std::optional<StreamWindow> StreamingSession::NextWindow() {
   if (in_flight_ || finished_) return std::nullopt;
-  const int64_t backlog = received_ - processed_;
-  if (backlog <= 0 || (backlog < step_samples_ && !end_of_audio_)) return std::nullopt;
+  const int64_t backlog = audio_.received() - processed_;
+  if (backlog <= 0 || (backlog < step_samples_ && !audio_.ended())) return std::nullopt;
   StreamWindow window;
   window.start = NextWindowStart();
-  window.end = std::min(received_, window.start + options_.max_window_samples);
-  window.last = end_of_audio_ && window.end == received_;
-  window.samples.assign(audio_.begin() + (window.start - audio_base_), audio_.begin() + (window.end - audio_base_));
+  window.end = std::min(audio_.received(), window.start + options_.max_window_samples);
+  window.last = audio_.ended() && window.end == audio_.received();
+  window.samples = audio_.Slice(window.start, window.end);
   in_flight_.emplace();  // the bounds only: the samples go to the model
   in_flight_->start = window.start;
   in_flight_->end = window.end;
@@ -96,19 +87,15 @@ absl::StatusOr<WindowOutcome> StreamingSession::OnWindowDone(const WindowLogProb
   processed_ = window.end;
 
   WindowOutcome outcome;
-  while (!chunks_.empty() && chunks_.front().first <= processed_) {
-    outcome.chunk_latencies.push_back(now - chunks_.front().second);
-    last_chunk_done_at_ = chunks_.front().second;
-    chunks_.pop_front();
-  }
+  outcome.chunk_latencies = audio_.TakeChunkLatencies(processed_, now);
   const double segment_seconds = static_cast<double>(processed_ - segment_start_) / options_.sample_rate;
   if (window.last) {
     outcome.results.push_back(Final());
-    outcome.final_latency = now - end_of_audio_at_;
+    outcome.final_latency = now - audio_.ended_at();
     finished_ = true;
   } else if (AtEndpoint() || segment_seconds >= kMaxSegmentSeconds) {
     outcome.results.push_back(Final());
-    if (last_chunk_done_at_) outcome.final_latency = now - *last_chunk_done_at_;
+    if (auto arrival = audio_.last_done_arrival()) outcome.final_latency = now - *arrival;
     StartSegment(processed_);
   } else if (options_.interim_results) {
     StreamResult interim;
@@ -118,15 +105,15 @@ absl::StatusOr<WindowOutcome> StreamingSession::OnWindowDone(const WindowLogProb
     interim.audio_processed = static_cast<double>(processed_) / options_.sample_rate;
     outcome.results.push_back(std::move(interim));
   }
-  if (!finished_) DropAudioBefore(NextWindowStart());
+  if (!finished_) audio_.DropBefore(NextWindowStart());
   return outcome;
 }
 
 std::optional<WindowOutcome> StreamingSession::TakeClosingResult(absl::Time now) {
-  if (!end_of_audio_ || finished_ || in_flight_ || processed_ < received_) return std::nullopt;
+  if (!audio_.ended() || finished_ || in_flight_ || processed_ < audio_.received()) return std::nullopt;
   WindowOutcome outcome;
   outcome.results.push_back(Final());
-  outcome.final_latency = now - end_of_audio_at_;
+  outcome.final_latency = now - audio_.ended_at();
   finished_ = true;
   return outcome;
 }
@@ -171,12 +158,6 @@ void StreamingSession::StartSegment(int64_t at) {
   segment_start_ = at;
   committed_.clear();
   provisional_.clear();
-}
-
-void StreamingSession::DropAudioBefore(int64_t sample) {
-  if (sample <= audio_base_) return;
-  audio_.erase(audio_.begin(), audio_.begin() + (sample - audio_base_));
-  audio_base_ = sample;
 }
 
 }  // namespace sluice::voice

@@ -30,6 +30,7 @@
 #include "backend/base/speech_config.h"
 #include "server/voice/ctc_decoder.h"
 #include "server/voice/speech_model.h"
+#include "server/voice/stream_audio.h"
 #include "server/voice/stream_session.h"
 
 namespace sluice::voice {
@@ -64,8 +65,8 @@ class StreamingSession final : public StreamSession {
   bool finished() const override { return finished_; }
   bool window_in_flight() const { return in_flight_.has_value(); }
   // Audio received but not yet run: the caller pauses reading above a bound (flow control).
-  int64_t backlog_samples() const override { return received_ - processed_; }
-  int64_t received_samples() const override { return received_; }
+  int64_t backlog_samples() const override { return audio_.received() - processed_; }
+  int64_t received_samples() const override { return audio_.received(); }
 
  private:
   StreamingSession(const StreamingSessionOptions& options, const CtcDecoder* decoder)
@@ -76,7 +77,6 @@ class StreamingSession final : public StreamSession {
   bool AtEndpoint() const;
   StreamResult Final();
   void StartSegment(int64_t at);
-  void DropAudioBefore(int64_t sample);
 
   StreamingSessionOptions options_;
   const CtcDecoder* decoder_;
@@ -86,15 +86,9 @@ class StreamingSession final : public StreamSession {
   int64_t step_samples_ = 0;
   int64_t endpoint_frames_ = 0;
 
-  std::vector<float> audio_;      // stream samples [audio_base_, received_)
-  int64_t audio_base_ = 0;
-  int64_t received_ = 0;
+  StreamAudio audio_;             // keeps samples from the next window's start on
   int64_t processed_ = 0;         // end of the last window run
-  bool end_of_audio_ = false;
-  absl::Time end_of_audio_at_;
   bool finished_ = false;
-  std::deque<std::pair<int64_t, absl::Time>> chunks_;  // (end sample, received at) of chunks not yet processed
-  std::optional<absl::Time> last_chunk_done_at_;       // when the newest processed chunk arrived
 
   int64_t segment_start_ = 0;
   std::vector<float> committed_;    // [frames, classes] of the segment, decided
