@@ -4,15 +4,18 @@
 # generation.prefix_cache_block_size: 64. sluice-loadtest --api openai, 4 closed-loop clients, prompts of the shared
 # 512 ids + 64 drawn ids, 16 output tokens; each configuration on a fresh server, interleaved in every repeat.
 #
-# Usage: loadtest/bench/prefix_cache_bench.sh [--duration S] [--repeats N] [--out DIR]
-#   defaults: 15 s, 2, a new /tmp/sluice-prefix.XXXXXX
+# --model llama_tiny: the exported CPU llama_tiny (its own chunks [32, 128]) instead of the sim.
+#
+# Usage: loadtest/bench/prefix_cache_bench.sh [--model sim|llama_tiny] [--duration S] [--repeats N] [--out DIR]
+#   defaults: sim, 15 s, 2, a new /tmp/sluice-prefix.XXXXXX
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 SERVER=$ROOT/build/server/sluice-server LOADTEST=$ROOT/build/loadtest/sluice-loadtest
-DURATION=15 REPEATS=2 OUT=
+MODEL=sim DURATION=15 REPEATS=2 OUT=
 while (($#)); do
   case $1 in
+    --model) MODEL=$2 ;;
     --duration) DURATION=$2 ;;
     --repeats) REPEATS=$2 ;;
     --out) OUT=$2 ;;
@@ -22,6 +25,8 @@ while (($#)); do
   shift 2
 done
 PY=/usr/bin/python3
+[[ $MODEL == sim || $MODEL == llama_tiny ]] || { echo "--model must be sim or llama_tiny" >&2; exit 2; }
+if [[ $MODEL == sim ]]; then NAME=llm_sim; else NAME=llama_tiny; fi
 for bin in "$SERVER" "$LOADTEST"; do [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }; done
 WORK=${OUT:-$(mktemp -d /tmp/sluice-prefix.XXXXXX)}
 mkdir -p "$WORK"
@@ -29,7 +34,15 @@ source "$HERE/bench_lib.sh"
 
 write_repository() {  # write_repository cold|prefix
   local dir="$WORK/repo-$1"
-  rm -rf "$dir" && mkdir -p "$dir/llm_sim"
+  rm -rf "$dir"
+  if [[ $MODEL == llama_tiny ]]; then
+    mkdir -p "$dir" && cp -a "$ROOT/build/models/llama_tiny" "$dir/"
+    grep -q "^  prefill_chunk_lengths:" "$dir/llama_tiny/config.yaml" ||
+      { echo "build/models/llama_tiny has no chunk graphs: re-export it" >&2; exit 2; }
+    [[ $1 == prefix ]] && sed -i 's/^  max_queue_size: 256$/&\n  prefix_cache_block_size: 64/' "$dir/llama_tiny/config.yaml"
+    return 0
+  fi
+  mkdir -p "$dir/llm_sim"
   cp "$ROOT/build/models/llama_tiny/tokenizer.model" "$dir/llm_sim/"
   cat > "$dir/llm_sim/config.yaml" <<EOF
 name: llm_sim
@@ -59,7 +72,7 @@ for repeat in $(seq 1 "$REPEATS"); do
     write_repository "$CONFIG"
     start_repository_server "$SERVER" "$WORK/repo-$CONFIG" "server-$CONFIG-$repeat"
     step "$CONFIG repeat $repeat"
-    "$LOADTEST" --no-progress --api openai -m llm_sim -u "$HTTP" --model-repository "$WORK/repo-$CONFIG" \
+    "$LOADTEST" --no-progress --api openai -m "$NAME" -u "$HTTP" --model-repository "$WORK/repo-$CONFIG" \
       --shared-prefix-tokens 512 --prompt-tokens fixed:64 --output-tokens fixed:16 -c 4 -d "$DURATION" \
       --warmup 2 --seed 1 --json "$WORK/$CONFIG-$repeat.json" > "$WORK/$CONFIG-$repeat.txt" 2>&1
     scrape "$WORK/$CONFIG-$repeat.metrics"
