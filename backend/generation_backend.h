@@ -6,7 +6,7 @@
 // Padding is the backend's job: a prompt is padded to its prefill bucket, a decode batch to its batch bucket
 // with padding rows that write only into the scratch slot. Padding never changes a real row's logits.
 //
-// Thread-safety: Prefill(), PrefillChunk() and Decode() are called from one thread at a time per instance (the engine gives
+// Thread-safety: Prefill(), PrefillChunk(), CopyKv() and Decode() are called from one thread at a time per instance (the engine gives
 // each instance one thread); different instances run concurrently. load_stats()/memory()/Describe() are immutable
 // after Create().
 #pragma once
@@ -46,6 +46,16 @@ struct PrefillChunkInput {
   int slot = 0;                 // in [0, kv_cache.slots)
   int64_t start = 0;            // >= 0: the first position this chunk writes
   std::vector<int32_t> tokens;  // 1..chunk_length ids: the prompt's positions [start, start + size)
+};
+
+// Prefix caching (generation.prefix_cache_block_size set): copies positions [start, start + length) of
+// `from_slot`'s K/V into the same positions of `to_slot`, on the device (never through the host). A cached prefix
+// block held in another slot becomes part of the new sequence's slot this way.
+struct KvCopyInput {
+  int from_slot = 0;   // in [0, kv_cache.slots)
+  int to_slot = 0;     // in [0, kv_cache.slots), != from_slot
+  int64_t start = 0;   // >= 0
+  int64_t length = 0;  // >= 1; start + length <= context_length
 };
 
 // One generated token of one running sequence: its id goes in at `position` (its K/V are written there), the
@@ -92,6 +102,12 @@ class GenerationBackend {
   virtual absl::StatusOr<Logits> PrefillChunk(const PrefillChunkInput& input) {
     return absl::UnimplementedError(absl::StrCat("this backend has no prefill chunk graphs (chunk ",
                                                  input.chunk_length, ", KV length ", input.kv_length, ")"));
+  }
+
+  // Prefix caching. A backend that cannot copy KV between slots answers Unimplemented.
+  virtual absl::Status CopyKv(const KvCopyInput& input) {
+    return absl::UnimplementedError(absl::StrCat("this backend cannot copy KV between slots (prefix caching): slot ",
+                                                 input.from_slot, " to ", input.to_slot));
   }
 
   // One entry per graph: prefill graphs have batch_size 1 and length = the prompt bucket; decode graphs have

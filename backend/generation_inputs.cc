@@ -84,6 +84,20 @@ absl::Status ValidatePrefillChunkInput(const ModelConfig& model, const PrefillCh
   return CheckSlot(model, where, input.slot);
 }
 
+absl::Status ValidateKvCopyInput(const ModelConfig& model, const KvCopyInput& input) {
+  const std::string where = absl::StrCat(model.name, " KV copy (slot ", input.from_slot, " to ", input.to_slot,
+                                         ", positions ", input.start, " + ", input.length, ")");
+  for (int slot : {input.from_slot, input.to_slot}) {
+    if (absl::Status status = CheckSlot(model, where, slot); !status.ok()) return status;
+  }
+  if (input.from_slot == input.to_slot) return absl::InvalidArgumentError(absl::StrCat(where, ": the same slot"));
+  if (input.start < 0 || input.length < 1 || input.start + input.length > model.generation->context_length) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": positions outside [0, context_length ",
+                                                   model.generation->context_length, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDecodeInput(const ModelConfig& model, const DecodeInput& input) {
   const GenerationOptions& g = *model.generation;
   const std::string where =

@@ -29,6 +29,10 @@ absl::Status ValidateDecodeInput(const ModelConfig& model, const DecodeInput& in
 // [0, vocab_size). REQUIRES: model.generation is set.
 absl::Status ValidatePrefillChunkInput(const ModelConfig& model, const PrefillChunkInput& input);
 
+// InvalidArgument naming the model and what is wrong: a slot outside [0, kv_cache.slots), the same slot twice,
+// start < 0, length < 1, start + length over context_length. REQUIRES: model.generation is set.
+absl::Status ValidateKvCopyInput(const ModelConfig& model, const KvCopyInput& input);
+
 // <directory>/graphs/prefill_l<length>.pt, prefill_chunk_c<chunk>_k<kv_length>.pt and decode_b<batch>_k<kv_length>.pt
 std::string PrefillGraphPath(const ModelConfig& model, int64_t length);
 std::string PrefillChunkGraphPath(const ModelConfig& model, int64_t chunk_length, int64_t kv_length);

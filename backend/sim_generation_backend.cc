@@ -57,6 +57,19 @@ class SimGenerationBackend final : public GenerationBackend {
     return logits;
   }
 
+  absl::Status CopyKv(const KvCopyInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidateKvCopyInput(model_, input));
+    SLUICE_RETURN_IF_ERROR(faults_.Next());
+    sleeper_(SimKvCopyLatency(*model_.sim, input.length));
+    std::vector<int32_t>& from = slots_[input.from_slot];
+    std::vector<int32_t>& to = slots_[input.to_slot];
+    const auto end = static_cast<size_t>(input.start + input.length);
+    if (from.size() < end) from.resize(end, 0);
+    if (to.size() < end) to.resize(end, 0);
+    std::copy(from.begin() + input.start, from.begin() + static_cast<std::ptrdiff_t>(end), to.begin() + input.start);
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
     SLUICE_RETURN_IF_ERROR(faults_.Next());
@@ -110,6 +123,10 @@ absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length
 
 absl::Duration SimPrefillChunkLatency(const SimCostModel& cost, int64_t chunk_length, int64_t /*kv_length*/) {
   return SimPrefillLatency(cost, chunk_length);
+}
+
+absl::Duration SimKvCopyLatency(const SimCostModel& cost, int64_t length) {
+  return absl::Microseconds(cost.per_sample_us * static_cast<double>(length) / 64.0);
 }
 
 absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length) {

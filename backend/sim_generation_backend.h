@@ -8,8 +8,10 @@
 //   chunk:    base_ms + per_sample_us * chunk_length                    (the compiled chunk; attention over the
 //             slot's earlier positions is not modelled: a chunk costs what a prefill of its length costs)
 //   decode:   base_ms + per_sample_us * batch_size * kv_length / 64      (the compiled batch and KV buckets)
+//   KV copy:  per_sample_us * length / 64          (prefix caching: a device-side copy, memory-bound, no launch
+//             cost modelled: one decode row's worth of cache traffic over the copied positions)
 // spent through the injected sleeper before the call returns. Faults (sim: {faults: ...}) are drawn once per
-// Prefill or Decode call as in sim_backend.h (sim_faults.h): a call that blocks for hang_ms after
+// Prefill, PrefillChunk, CopyKv or Decode call as in sim_backend.h (sim_faults.h): a call that blocks for hang_ms after
 // hang_after_batches calls (the engine's execution_timeout_ms watchdog is what answers it), Unavailable after
 // gone_after_batches calls, std::runtime_error thrown with probability exception_rate, Internal with probability
 // error_rate.
@@ -24,10 +26,11 @@
 //       next = (31 * t(p) + 7 * p + t(0) + t(1) + ... + t(p)) mod vocab_size     (computed in int64)
 //   and the row's logits are 10.0 at next, 9.0 at (next + 1) mod vocab_size, 0.0 at every other id
 //   (vocab_size 1: the one logit is 10.0). A decode row reads its slot's ids at positions < p, so a wrong slot,
-//   a skipped position or a wrong token changes the answer. Padding (prompt positions past n, decode rows past
+//   a skipped position or a wrong token changes the answer. CopyKv copies the ids at positions [start, start +
+//   length) of from_slot to the same positions of to_slot. Padding (prompt positions past n, decode rows past
 //   rows.size()) writes nothing: real slots are never touched by padding.
 //
-// Thread-safety: as generation_backend.h: Prefill()/PrefillChunk()/Decode() from one thread at a time per instance
+// Thread-safety: as generation_backend.h: Prefill()/PrefillChunk()/CopyKv()/Decode() from one thread at a time per instance
 // (no lock: the cache state belongs to that one caller); load_stats()/Describe() immutable after creation.
 #pragma once
 
@@ -51,6 +54,7 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateSimGenerationBackend(co
 absl::Duration SimPrefillLatency(const SimCostModel& cost, int64_t bucket_length);
 absl::Duration SimPrefillChunkLatency(const SimCostModel& cost, int64_t chunk_length, int64_t kv_length);
 absl::Duration SimDecodeLatency(const SimCostModel& cost, int batch_size, int64_t kv_length);
+absl::Duration SimKvCopyLatency(const SimCostModel& cost, int64_t length);
 
 // The contract's argmax for a slot whose ids at positions [0, p] are `ids` (p = ids.size() - 1).
 // REQUIRES: ids is not empty; vocab_size >= 1.

@@ -110,6 +110,24 @@ class TorchGenerationBackend final : public GenerationBackend {
     }
   }
 
+  // A device-side copy of both caches' positions (the cross-attention caches are per sequence, not per prefix).
+  absl::Status CopyKv(const KvCopyInput& input) override {
+    SLUICE_RETURN_IF_ERROR(ValidateKvCopyInput(model_, input));
+    SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());
+    try {
+      torch::InferenceMode inference_mode;  // the caches are inference tensors: in-place writes need it
+      for (torch::Tensor* cache : {&k_cache_, &v_cache_}) {  // [layers, slots + 1, context_length, heads, dim]
+        cache->select(1, input.to_slot)
+            .narrow(1, input.start, input.length)
+            .copy_(cache->select(1, input.from_slot).narrow(1, input.start, input.length));
+      }
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(model_.name, " KV copy (slot ", input.from_slot, " to ", input.to_slot,
+                                              ") on ", Describe(), " failed: ", FirstLine(e.what())));
+    }
+  }
+
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
     SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());

@@ -158,6 +158,10 @@ void AddGenerationFlags(CLI::App& app, Flags& f) {
   app.add_option("--temperature", f.temperature,
                  "openai, triton-stream: sampling temperature (default: the server's)")
       ->group("Generation");
+  app.add_option("--shared-prefix-tokens", f.o.generation.shared_prefix_tokens,
+                 "openai (token-id prompts): every prompt starts with the same N tokens (a shared system prompt, "
+                 "for prefix caching), then its drawn --prompt-tokens")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->group("Generation");
   app.add_flag("--request-seeds", f.o.generation.per_request_seed,
                "openai, triton-stream: send seed = hash(--seed, request index) with every request")
       ->group("Generation");

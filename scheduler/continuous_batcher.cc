@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "scheduler/generation_shapes.h"
+#include "scheduler/prefix_block_table.h"
 #include "scheduler/sampler.h"
 #include "backend/base/sync.h"
 
@@ -33,6 +34,12 @@ struct Sequence {
   int generated = 0;       // tokens delivered through on_token
   int32_t last_token = 0;  // the newest token: the next decode step feeds it
   int64_t prefilled = 0;   // chunked prefill: prompt positions [0, prefilled) are written into the slot
+  // Prefix caching: the chain hashes of the prompt's full blocks (taken at Enqueue), how many of them are in the
+  // block table, the hit taken at admission (its pins held until copies ran) and the positions it reused.
+  std::vector<uint64_t> block_hashes;
+  int registered_blocks = 0;
+  std::optional<PrefixHit> pending_hit;
+  int64_t cached_tokens = 0;
   absl::Duration queue_time;
 
   int64_t prompt_length() const { return static_cast<int64_t>(request.prompt.size()); }
@@ -55,11 +62,13 @@ class SlotPool {
     for (int s = 0; s < slots; ++s) free_.insert(s);
   }
   bool empty() const { return free_.empty(); }
+  const std::set<int>& free() const { return free_; }
   int Take() {
     const int slot = *free_.begin();
     free_.erase(free_.begin());
     return slot;
   }
+  void Take(int slot) { free_.erase(slot); }
   void Give(int slot) { free_.insert(slot); }
 
  private:
@@ -69,9 +78,12 @@ class SlotPool {
 // One backend instance and its engine thread. `running`, `admitted`, `prefilling` and `sampler` belong to that
 // thread alone, except while a backend call is in flight (`executing`, under mu_): then the watchdog may take
 // `running`, `admitted` and `prefilling` (under mu_, setting `timed_out`), and the engine thread, once the call returns, checks `timed_out`
-// under mu_ before it touches them again. `slots` is used under mu_ only.
+// under mu_ before it touches them again. `slots` and `prefix` are used under mu_ only.
 struct Instance {
-  Instance(GenerationBackend* b, int i, int num_slots) : backend(b), index(i), slots(num_slots) {}
+  Instance(GenerationBackend* b, int i, const GenerationOptions& gen)
+      : backend(b), index(i), slots(gen.kv_cache.slots) {
+    if (gen.prefix_caching()) prefix.emplace(gen.kv_cache.slots, gen.context_length, gen.prefix_cache_block_size);
+  }
   GenerationBackend* const backend;
   const int index;
   std::thread thread;
@@ -79,6 +91,7 @@ struct Instance {
   std::vector<SequencePtr> admitted;  // this iteration's, being prefilled (null: done with)
   std::vector<SequencePtr> prefilling;  // chunked prefill: holding a slot, prompt partly written; oldest first
   SlotPool slots;
+  std::optional<PrefixBlockTable> prefix;  // prefix caching: which prompt blocks this instance's cache holds
   Sampler sampler;
   std::vector<float> masked;  // one logits row with suppressed ids excluded (Suppressed())
   // Under the batcher's mu_:
@@ -105,7 +118,7 @@ class ContinuousBatcher::Impl {
     for (GenerationBackend* backend : options.instances) {
       descriptions_.push_back(backend->Describe());
       instances_.push_back(
-          std::make_unique<Instance>(backend, static_cast<int>(instances_.size()), gen_.kv_cache.slots));
+          std::make_unique<Instance>(backend, static_cast<int>(instances_.size()), gen_));
     }
     {
       MutexLock lock(&mu_);
@@ -132,6 +145,9 @@ class ContinuousBatcher::Impl {
     if (request.deadline <= now) return absl::DeadlineExceededError("the request's deadline passed before it queued");
     auto sequence = std::make_unique<Sequence>();
     sequence->enqueued = now;
+    if (gen_.prefix_caching()) {  // hashed here, outside the lock
+      sequence->block_hashes = PrefixBlockTable::ChainHashes(request.prompt, gen_.prefix_cache_block_size);
+    }
     MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError(absl::StrCat("model ", model_.name, " is draining"));
     if (in_rotation_ == 0) return NoInstanceLeft();
@@ -180,6 +196,21 @@ class ContinuousBatcher::Impl {
     return in_rotation_;
   }
   int TotalSlots() const { return max_running_ * static_cast<int>(instances_.size()); }
+  PrefixCacheCounters PrefixCache() const {
+    PrefixCacheCounters sum;
+    MutexLock lock(&mu_);
+    for (const auto& instance : instances_) {
+      if (!instance->prefix) continue;
+      const PrefixCacheCounters c = instance->prefix->counters();
+      sum.lookups += c.lookups;
+      sum.hits += c.hits;
+      sum.hit_blocks += c.hit_blocks;
+      sum.evictions += c.evictions;
+      sum.blocks_used += c.blocks_used;
+      sum.blocks_total += c.blocks_total;
+    }
+    return sum;
+  }
   const ModelConfig& model() const { return model_; }
 
  private:
@@ -354,16 +385,64 @@ class ContinuousBatcher::Impl {
            static_cast<int>(in.running.size() + in.prefilling.size() + admitted.size()) < max_running_) {
       const int64_t prompt = waiting_.front()->prompt_length();
       if (!gen_.chunked_prefill() && !admitted.empty() && tokens + prompt > gen_.prefill_token_budget) break;
+      int slot = -1;
+      std::optional<PrefixHit> hit;
+      if (in.prefix) {
+        hit = LookUpPrefixLocked(in, *waiting_.front());
+        slot = in.prefix->ChooseSlot(in.slots.free(), *hit);
+        if (slot < 0) {  // every free slot holds a block a pending hit will copy: after this iteration's copies
+          in.prefix->Unpin(*hit);
+          break;
+        }
+      }
       SequencePtr seq = std::move(waiting_.front());
       waiting_.pop_front();
       tokens += prompt;
-      seq->slot = in.slots.Take();
+      if (hit) {
+        in.slots.Take(slot);
+        seq->slot = slot;
+        ClaimPrefixLocked(in, *seq, std::move(*hit));
+      } else {
+        seq->slot = in.slots.Take();
+      }
       seq->admitted = true;
       running_on_[seq->id] = in.index;
       ++running_;
       admitted.push_back(std::move(seq));
     }
     return admitted;
+  }
+
+  // The cached blocks of seq's prompt, pinned; never the whole prompt (its last position's logits are needed).
+  PrefixHit LookUpPrefixLocked(Instance& in, const Sequence& seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto max_blocks = static_cast<int>((seq.prompt_length() - 1) / gen_.prefix_cache_block_size);
+    return in.prefix->Lookup(seq.block_hashes, max_blocks);
+  }
+
+  // seq's slot is chosen: blocks of the hit that live in it are reused in place, the others are copied from
+  // their slots before seq's first chunk (RunPendingCopies), their pins held until then.
+  void ClaimPrefixLocked(Instance& in, Sequence& seq, PrefixHit hit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    in.prefix->CountLookup(hit);
+    in.prefix->Claim(seq.slot, hit);
+    seq.cached_tokens = seq.prefilled = hit.tokens(gen_.prefix_cache_block_size);
+    seq.registered_blocks = static_cast<int>(hit.blocks.size());
+    const bool copies = std::any_of(hit.blocks.begin(), hit.blocks.end(),
+                                    [&](const CachedBlock& b) { return b.slot != seq.slot; });
+    if (copies) {
+      seq.pending_hit = std::move(hit);
+    } else {
+      in.prefix->Unpin(hit);
+    }
+  }
+
+  // Enters seq's prompt blocks that are now fully written into the block table.
+  void RegisterPrefixBlocks(Instance& in, Sequence& seq) {
+    if (!in.prefix) return;
+    const auto written = static_cast<int>(seq.prefilled / gen_.prefix_cache_block_size);
+    MutexLock lock(&mu_);
+    for (; seq.registered_blocks < written; ++seq.registered_blocks) {
+      in.prefix->Register(seq.slot, seq.registered_blocks, seq.block_hashes[seq.registered_blocks]);
+    }
   }
 
   absl::Time EarliestWaitingDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -373,6 +452,10 @@ class ContinuousBatcher::Impl {
   }
 
   void ReleaseSlotLocked(Instance& in, Sequence& seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (seq.pending_hit) {  // answered before its copies ran
+      in.prefix->Unpin(*seq.pending_hit);
+      seq.pending_hit.reset();
+    }
     in.slots.Give(seq.slot);
     seq.slot = -1;
     --running_;
@@ -426,6 +509,7 @@ class ContinuousBatcher::Impl {
   // (decode_first). A sequence whose prompt is complete delivers its first token and joins in.running: with
   // decode_first false it joins this iteration's decode step, else the next one's.
   StepResult RunChunkedIteration(Instance& in) {
+    if (StepResult step = RunPendingCopies(in); step != StepResult::kOk) return step;
     const auto decode_rows = static_cast<int64_t>(in.running.size());
     if (gen_.decode_first && !in.running.empty()) {
       if (StepResult step = RunDecodeStep(in); step != StepResult::kOk) return step;
@@ -434,6 +518,51 @@ class ContinuousBatcher::Impl {
       return step;
     }
     if (!gen_.decode_first && !in.running.empty()) return RunDecodeStep(in);
+    return StepResult::kOk;
+  }
+
+  // Prefix caching: the hit blocks of newly admitted prompts that live in other slots are copied into theirs (one
+  // CopyKv per run of consecutive blocks from one slot), then unpinned. A failed copy fails its sequence only.
+  StepResult RunPendingCopies(Instance& in) {
+    const int block = gen_.prefix_cache_block_size;
+    for (size_t i = 0; i < in.prefilling.size();) {
+      Sequence& seq = *in.prefilling[i];
+      if (!seq.pending_hit) {
+        ++i;
+        continue;
+      }
+      const std::vector<CachedBlock>& blocks = seq.pending_hit->blocks;
+      absl::Status copied = absl::OkStatus();
+      for (size_t b = 0; b < blocks.size() && copied.ok();) {
+        size_t e = b + 1;
+        while (e < blocks.size() && blocks[e].slot == blocks[b].slot) ++e;
+        if (blocks[b].slot != seq.slot) {
+          const KvCopyInput input{blocks[b].slot, seq.slot, int64_t{blocks[b].index} * block,
+                                  static_cast<int64_t>(e - b) * block};
+          bool timed_out = false;
+          copied = CallBackendStatus(
+              in, absl::StrCat("KV copy (slot ", input.from_slot, " to ", input.to_slot, ")"),
+              [&] { return in.backend->CopyKv(input); }, timed_out);
+          if (timed_out) return StepResult::kTimedOut;
+        }
+        b = e;
+      }
+      {
+        MutexLock lock(&mu_);
+        in.prefix->Unpin(*seq.pending_hit);
+        seq.pending_hit.reset();
+      }
+      if (copied.ok()) {
+        ++i;
+        continue;
+      }
+      const bool gone = IsDeviceGone(copied);
+      std::vector<Outcome> ended;
+      ended.push_back({std::move(in.prefilling[i]), FinishReason::kError, copied});
+      in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
+      Finish(&in, ended);
+      if (gone) return StepResult::kDeviceGone;
+    }
     return StepResult::kOk;
   }
 
@@ -455,7 +584,7 @@ class ContinuousBatcher::Impl {
       input.start = seq.prefilled;
       input.tokens.assign(seq.request.prompt.begin() + seq.prefilled, seq.request.prompt.begin() + seq.prefilled + n);
       const absl::Time start = clock_.Now();
-      if (seq.prefilled == 0) seq.queue_time = start - seq.enqueued;
+      if (seq.prefilled == seq.cached_tokens) seq.queue_time = start - seq.enqueued;
       bool timed_out = false;
       absl::StatusOr<Logits> logits = CallBackend(
           in, absl::StrCat("prefill chunk (chunk ", input.chunk_length, ", KV length ", input.kv_length, ")"), 1,
@@ -475,6 +604,7 @@ class ContinuousBatcher::Impl {
         continue;
       }
       seq.prefilled += n;
+      RegisterPrefixBlocks(in, seq);
       if (seq.prefilled < seq.prompt_length()) continue;  // the same prompt's next chunk, if the budget allows
       SequencePtr done = std::move(in.prefilling[i]);
       in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
@@ -568,7 +698,8 @@ class ContinuousBatcher::Impl {
     const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
     const int index = seq.generated++;
     seq.last_token = token;
-    const bool go_on = !seq.request.on_token || seq.request.on_token(GeneratedToken{token, index, produced});
+    const bool go_on =
+        !seq.request.on_token || seq.request.on_token(GeneratedToken{token, index, produced, seq.cached_tokens});
     const std::vector<int32_t>& stop = seq.request.stop_token_ids;
     if (gen_.IsEos(token) && !seq.request.ignore_eos) return FinishReason::kStop;
     if (std::find(stop.begin(), stop.end(), token) != stop.end()) return FinishReason::kStop;
@@ -615,6 +746,16 @@ class ContinuousBatcher::Impl {
     return absl::Status(result.status().code(),
                         absl::StrCat("model ", model_.name, ", ", graph, ", instance ", in.index, " (",
                                      descriptions_[in.index], "): ", result.status().message()));
+  }
+
+  // CallBackend for a call that returns no logits (CopyKv).
+  template <typename Call>
+  absl::Status CallBackendStatus(Instance& in, const std::string& graph, Call call, bool& timed_out) {
+    auto as_logits = [&]() -> absl::StatusOr<Logits> {
+      if (absl::Status status = call(); !status.ok()) return status;
+      return Logits{0, gen_.vocab_size, {}};
+    };
+    return CallBackend(in, graph, 0, as_logits, timed_out).status();
   }
 
   // The device is gone: fail what this instance holds, and with no instance left, everything waiting.
@@ -735,6 +876,7 @@ int ContinuousBatcher::Running() const { return impl_->Running(); }
 int ContinuousBatcher::SlotsInUse() const { return impl_->Running(); }
 int ContinuousBatcher::TotalSlots() const { return impl_->TotalSlots(); }
 int ContinuousBatcher::InstancesInRotation() const { return impl_->InstancesInRotation(); }
+PrefixCacheCounters ContinuousBatcher::PrefixCache() const { return impl_->PrefixCache(); }
 const ModelConfig& ContinuousBatcher::model() const { return impl_->model(); }
 
 }  // namespace sluice

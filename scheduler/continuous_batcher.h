@@ -24,6 +24,14 @@
 // step instead of its whole prefill; its own first token comes later (more calls). A prompt's last chunk samples
 // its first token; a sequence cancelled or past its deadline mid-prompt frees its slot at the next iteration.
 //
+// Prefix caching (generation.prefix_cache_block_size set; chunked prefill only): each instance keeps a
+// PrefixBlockTable over its own cache. At admission a prompt's leading full blocks are looked up (never all of
+// it: at least its last token is prefilled); the slot it takes is the one its hit lives in when that is free
+// (no copy), else the least recently used free slot; hit blocks held in other slots are copied into it
+// device-side (GenerationBackend::CopyKv) at the start of the iteration, before any chunk, and the prompt is
+// prefilled from the first uncached position with the chunk graphs. Each chunk's newly full blocks are entered
+// in the table; a finished sequence's blocks stay cached in its free slot until that slot is given to another.
+//
 // Watchdog: a Prefill/Decode call still running after generation.execution_timeout_ms (0: none) has every
 // sequence its instance holds answered UNAVAILABLE (naming the model, the graph and the instance) and the
 // instance leaves rotation for good, as when its device is gone; the step observer gets a report with timed_out.
@@ -48,6 +56,7 @@
 #include "backend/generation_backend.h"
 #include "scheduler/clock.h"
 #include "scheduler/generation_request.h"
+#include "scheduler/prefix_block_table.h"
 
 namespace sluice {
 
@@ -104,6 +113,8 @@ class ContinuousBatcher {
   // ran past execution_timeout_ms is taken out for good: its sequences fail UNAVAILABLE and waiting ones go to
   // the others; with none left, waiting and new requests are answered UNAVAILABLE.
   int InstancesInRotation() const;
+  // Prefix caching's counters and block gauges, summed over instances (all zero when it is off).
+  PrefixCacheCounters PrefixCache() const;
 
   const ModelConfig& model() const;
 

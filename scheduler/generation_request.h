@@ -42,6 +42,7 @@ struct GeneratedToken {
   int32_t id = 0;
   int index = 0;         // 0 for the first generated token
   absl::Time produced;   // engine clock, when its logits were sampled
+  int64_t cached_prompt_tokens = 0;  // prefix caching: prompt positions reused from the cache, not prefilled
 };
 
 struct GenerationResult {

@@ -143,6 +143,7 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
                                          "max_num_seqs", "prefill_token_budget", "max_queue_size",
                                          "default_max_tokens", "chat_template", "execution_timeout_ms",
                                          "prefill_chunk_lengths", "iteration_token_budget", "decode_first",
+                                         "prefix_cache_block_size",
                                          "cross_attention"}));
   GenerationOptions options;
   SLUICE_ASSIGN_OR_RETURN(options.tokenizer_path, ParseTokenizerPath(node, model_dir));
@@ -192,7 +193,7 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
                             AscendingList(node, "prefill_chunk_lengths", kMaxContextLength));
     options.iteration_token_budget = options.max_num_seqs + options.prefill_chunk_lengths.back();
   }
-  for (const char* key : {"iteration_token_budget", "decode_first"}) {
+  for (const char* key : {"iteration_token_budget", "decode_first", "prefix_cache_block_size"}) {
     std::optional<YamlNode> value = node.Optional(key);
     if (value && !options.chunked_prefill()) {
       return value->Error("applies to chunked prefill only: set prefill_chunk_lengths too");
@@ -203,6 +204,13 @@ absl::StatusOr<GenerationOptions> ParseGenerationOptions(const YamlNode& node, c
   }
   if (auto value = node.Optional("decode_first")) {
     SLUICE_ASSIGN_OR_RETURN(options.decode_first, value->AsBool());
+  }
+  if (auto value = node.Optional("prefix_cache_block_size")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t parsed, BoundedInt(*value, 0, options.context_length));
+    if (parsed > 0 && options.context_length % parsed != 0) {
+      return value->Error(absl::StrCat("must divide context_length (", options.context_length, ")"));
+    }
+    options.prefix_cache_block_size = static_cast<int>(parsed);
   }
   if (auto value = node.Optional("max_queue_size")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t parsed, BoundedInt(*value, 1, std::numeric_limits<int>::max()));

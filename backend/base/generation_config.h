@@ -21,6 +21,8 @@
 //     iteration_token_budget: 144         # chunked: decode rows + chunk tokens per iteration (default
 //                                         # max_num_seqs + the largest chunk length)
 //     decode_first: true                  # chunked: the decode step runs before the iteration's chunks
+//     prefix_cache_block_size: 64         # chunked: prefix caching of full blocks of this many prompt tokens
+//                                         # (absent or 0: off); divides context_length
 //     max_queue_size: 256                 # waiting sequences; more are refused RESOURCE_EXHAUSTED / 429
 //     default_max_tokens: 128             # when a request does not say
 //     execution_timeout_ms: 60000         # a prefill/decode call running longer: its sequences are answered
@@ -92,6 +94,9 @@ struct GenerationOptions {
   std::vector<int64_t> prefill_chunk_lengths;
   int64_t iteration_token_budget = 0;  // chunked: decode rows + chunk tokens per engine iteration
   bool decode_first = true;            // chunked: decode step before the iteration's chunks
+  // Prefix caching (0: off; needs chunked prefill): KV of full prompt blocks of this many tokens is reused by later
+  // prompts with the same leading tokens (scheduler/prefix_block_table.h).
+  int prefix_cache_block_size = 0;
   int max_queue_size = 256;
   double execution_timeout_ms = 60000;  // 0: none
   int default_max_tokens = 128;
@@ -105,6 +110,7 @@ struct GenerationOptions {
   }
   int max_decode_batch() const { return decode_batch_sizes.back(); }
   bool chunked_prefill() const { return !prefill_chunk_lengths.empty(); }
+  bool prefix_caching() const { return prefix_cache_block_size > 0; }
 };
 
 // `parent`'s required `tokenizer` key as an absolute path (relative paths against model_dir); an error naming the

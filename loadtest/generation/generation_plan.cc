@@ -40,6 +40,20 @@ absl::StatusOr<std::unique_ptr<GenerationPlan>> GenerationPlan::Create(const Gen
   } else if (options.chat) {
     return absl::InvalidArgumentError("chat requests send text: give a prompt file");
   }
+  if (options.shared_prefix_tokens > 0) {
+    if (options.text_prompts || !plan->prompts_.empty()) {
+      return absl::InvalidArgumentError(
+          "--shared-prefix-tokens applies to token-id prompts only (--api openai without --prompts-file)");
+    }
+    for (int64_t i = 0; i < options.shared_prefix_tokens; ++i) {
+      if (!options.corpus_ids.empty()) {
+        plan->shared_prefix_.push_back(options.corpus_ids[static_cast<size_t>(i) % options.corpus_ids.size()]);
+      } else {
+        const uint64_t bound = static_cast<uint64_t>(std::max<int64_t>(2, options.synthetic_vocab)) - 1;
+        plan->shared_prefix_.push_back(static_cast<int32_t>(1 + MixSeed(options.seed ^ 0x5a, i) % bound));
+      }
+    }
+  }
   if (options.text_prompts && plan->prompts_.empty()) {
     if (options.counter == nullptr) {
       return absl::InvalidArgumentError(
@@ -108,6 +122,7 @@ GenerationSpec GenerationPlan::Make(uint64_t index, const std::vector<int32_t>& 
   } else {
     spec.prompt_ids = synthetic_ids;
   }
+  if (!shared_prefix_.empty()) spec.prompt_ids.insert(spec.prompt_ids.begin(), shared_prefix_.begin(), shared_prefix_.end());
   // A prompt whose drawn output would overrun the context is refused by the server: ask for what fits instead.
   const int64_t prompt =
       !spec.prompt_ids.empty() ? static_cast<int64_t>(spec.prompt_ids.size()) : spec.prompt_tokens.value_or(0);
@@ -127,13 +142,15 @@ std::string GenerationPlan::PromptSource() const {
                         options_.counter != nullptr ? options_.counter->added_tokens() : 0,
                         " token added by the server included)");
   }
+  const std::string shared =
+      shared_prefix_.empty() ? "" : absl::StrCat(", each after the same ", shared_prefix_.size(), "-token prefix");
   if (!options_.corpus_ids.empty()) {
     return absl::StrCat("token-id arrays cut from real text tokenized by the model's tokenizer (",
-                        options_.corpus_ids.size(), " ids)");
+                        options_.corpus_ids.size(), " ids)", shared);
   }
   return options_.synthetic_vocab > 0
-             ? absl::StrCat("token-id arrays of seeded synthetic ids in [1, ", options_.synthetic_vocab, ")")
-             : "token-id arrays of seeded synthetic ids in [1, --vocab)";
+             ? absl::StrCat("token-id arrays of seeded synthetic ids in [1, ", options_.synthetic_vocab, ")", shared)
+             : absl::StrCat("token-id arrays of seeded synthetic ids in [1, --vocab)", shared);
 }
 
 const char* RealTextCorpus() {

@@ -47,6 +47,9 @@ struct GenerationPlanOptions {
   int64_t context_length = 0;               // > 0: max_tokens is cut so that prompt + max_tokens fits in it
   bool ignore_eos = true;
   std::optional<double> temperature;
+  // > 0: every token-id prompt starts with the same this many ids (a shared system prompt; real text from the
+  // corpus's start, else seeded synthetic ids), followed by the drawn prompt. Prefix caching's workload.
+  int64_t shared_prefix_tokens = 0;
   bool per_request_seed = false;  // send seed = a hash of (seed, i) (sampled runs repeatable request by request)
   bool chat = false;              // /v1/chat/completions (text prompts from a file only)
   uint64_t seed = 1;
@@ -83,6 +86,7 @@ class GenerationPlan {
   GenerationPlanOptions options_;
   std::unique_ptr<LengthProfile> output_;
   std::vector<std::string> prompts_;
+  std::vector<int32_t> shared_prefix_;  // shared_prefix_tokens ids, put before every token-id prompt
   std::vector<Word> words_;  // text_prompts with a counter: the corpus split at spaces
 };
 

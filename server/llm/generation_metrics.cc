@@ -31,8 +31,24 @@ GenerationMetrics::GenerationMetrics(const ModelConfig& config, ServerMetrics* m
   for (int i = 0; i < kNumOutcomes; ++i) {
     requests_[i] = &requests.Add({{"model", config.name}, {"outcome", OutcomeName(static_cast<RequestOutcome>(i))}});
   }
-  ttft_ = &BuildHistogram().Name("sluice_generation_time_to_first_token_seconds")
-               .Help("Accepted to first token produced").Register(r).Add(labels, kTokenLatencyBuckets);
+  auto& ttft = BuildHistogram().Name("sluice_generation_time_to_first_token_seconds")
+                   .Help("Accepted to first token produced, by whether the prefix cache supplied part of the prompt")
+                   .Register(r);
+  ttft_miss_ = &ttft.Add({{"model", config.name}, {"prefix_cache", "miss"}}, kTokenLatencyBuckets);
+  ttft_hit_ = &ttft.Add({{"model", config.name}, {"prefix_cache", "hit"}}, kTokenLatencyBuckets);
+  auto prefix_counter = [&](const char* name, const char* help) {
+    return &BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+  };
+  prefix_lookups_ = prefix_counter("sluice_generation_prefix_cache_lookups_total", "Admitted prompts looked up");
+  prefix_hits_ = prefix_counter("sluice_generation_prefix_cache_hits_total",
+                                "Admitted prompts whose leading blocks were cached");
+  prefix_hit_blocks_ = prefix_counter("sluice_generation_prefix_cache_hit_blocks_total", "Cached blocks reused");
+  prefix_evictions_ = prefix_counter("sluice_generation_prefix_cache_evictions_total",
+                                     "Cached blocks dropped because their slot was given to another sequence");
+  prefix_blocks_used_ = &BuildGauge().Name("sluice_generation_prefix_cache_blocks_used")
+                             .Help("KV blocks holding a cached prompt block").Register(r).Add(labels);
+  prefix_blocks_free_ = &BuildGauge().Name("sluice_generation_prefix_cache_blocks_free")
+                             .Help("KV blocks holding no cached prompt block").Register(r).Add(labels);
   itl_ = &BuildHistogram().Name("sluice_generation_inter_token_latency_seconds")
               .Help("Between consecutive tokens of one sequence").Register(r).Add(labels, kTokenLatencyBuckets);
   e2e_ = &BuildHistogram().Name("sluice_generation_e2e_latency_seconds")
@@ -82,8 +98,8 @@ void GenerationMetrics::RecordRefused(const absl::Status& status) {
   requests_[static_cast<int>(OutcomeFor(status))]->Increment();
 }
 
-void GenerationMetrics::RecordFirstToken(absl::Duration since_accepted) {
-  ttft_->Observe(absl::ToDoubleSeconds(since_accepted));
+void GenerationMetrics::RecordFirstToken(absl::Duration since_accepted, bool prefix_hit) {
+  (prefix_hit ? ttft_hit_ : ttft_miss_)->Observe(absl::ToDoubleSeconds(since_accepted));
 }
 
 void GenerationMetrics::RecordInterToken(absl::Duration gap) { itl_->Observe(absl::ToDoubleSeconds(gap)); }
@@ -121,6 +137,15 @@ void GenerationMetrics::Refresh(absl::Time now) {
     slots_in_use_->Set(engine_->SlotsInUse());
     slots_->Set(engine_->TotalSlots());
     in_rotation_->Set(engine_->InstancesInRotation());
+    const PrefixCacheCounters now_seen = engine_->PrefixCache();
+    MutexLock lock(&prefix_mu_);
+    prefix_lookups_->Increment(static_cast<double>(now_seen.lookups - prefix_seen_.lookups));
+    prefix_hits_->Increment(static_cast<double>(now_seen.hits - prefix_seen_.hits));
+    prefix_hit_blocks_->Increment(static_cast<double>(now_seen.hit_blocks - prefix_seen_.hit_blocks));
+    prefix_evictions_->Increment(static_cast<double>(now_seen.evictions - prefix_seen_.evictions));
+    prefix_blocks_used_->Set(static_cast<double>(now_seen.blocks_used));
+    prefix_blocks_free_->Set(static_cast<double>(now_seen.blocks_total - now_seen.blocks_used));
+    prefix_seen_ = now_seen;
   }
   const double dollars = metrics_->ModelDollarsSoFar(config_, now);
   if (dollars > 0) {

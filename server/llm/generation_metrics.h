@@ -1,6 +1,8 @@
 // One text-generation model's Prometheus series (labels: model; steps also step=prefill|decode):
 //   sluice_generation_requests_total{model,outcome}        answered and refused calls (outcome as for requests)
-//   sluice_generation_time_to_first_token_seconds{model}    accepted -> first token produced
+//   sluice_generation_time_to_first_token_seconds{model,prefix_cache}   accepted -> first token produced;
+//                                                          prefix_cache=hit (part of the prompt came from the
+//                                                          prefix cache) or miss (all of it prefilled)
 //   sluice_generation_inter_token_latency_seconds{model}    between consecutive tokens of one sequence
 //   sluice_generation_e2e_latency_seconds{model}            accepted -> finished
 //   sluice_generation_queue_time_seconds{model}             accepted -> its prefill started
@@ -17,6 +19,11 @@
 //   sluice_generation_prompt_tokens_per_dollar{model}, sluice_generation_output_tokens_per_dollar{model}
 //                                                          tokens so far / the model's accelerator cost so far
 //                                                          (present when the server config has `cost:`)
+//   sluice_generation_prefix_cache_lookups_total{model}, sluice_generation_prefix_cache_hits_total{model},
+//   sluice_generation_prefix_cache_hit_blocks_total{model}, sluice_generation_prefix_cache_evictions_total{model},
+//   sluice_generation_prefix_cache_blocks_used{model}, sluice_generation_prefix_cache_blocks_free{model}
+//                                                          prefix caching (generation.prefix_cache_block_size),
+//                                                          read from the engine at every /metrics render
 // Thread-safety: every method may be called from any thread (prometheus-cpp series are thread-safe). The engine
 // pointer is set once before serving (AttachEngine) and only read after.
 #pragma once
@@ -28,6 +35,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "backend/base/sync.h"
 #include "scheduler/continuous_batcher.h"
 #include "server/metrics/server_metrics.h"
 
@@ -45,7 +53,7 @@ class GenerationMetrics {
   void AttachEngine(const ContinuousBatcher* engine) { engine_ = engine; }
 
   void RecordRefused(const absl::Status& status);
-  void RecordFirstToken(absl::Duration since_accepted);
+  void RecordFirstToken(absl::Duration since_accepted, bool prefix_hit);
   void RecordInterToken(absl::Duration gap);
   void RecordFinished(const absl::Status& status, absl::Duration e2e, absl::Duration queue_time, int prompt_tokens,
                       int output_tokens);
@@ -59,7 +67,18 @@ class GenerationMetrics {
   const ContinuousBatcher* engine_ = nullptr;
   prometheus::Counter* requests_[kNumOutcomes] = {};
   prometheus::Family<prometheus::Counter>* execution_timeouts_ = nullptr;  // Add() is thread-safe
-  prometheus::Histogram* ttft_ = nullptr;
+  prometheus::Histogram* ttft_miss_ = nullptr;
+  prometheus::Histogram* ttft_hit_ = nullptr;
+  // The engine's prefix cache counters, advanced by their growth at each render (under prefix_mu_: renders may
+  // run concurrently).
+  Mutex prefix_mu_;
+  PrefixCacheCounters prefix_seen_ ABSL_GUARDED_BY(prefix_mu_);
+  prometheus::Counter* prefix_lookups_ = nullptr;
+  prometheus::Counter* prefix_hits_ = nullptr;
+  prometheus::Counter* prefix_hit_blocks_ = nullptr;
+  prometheus::Counter* prefix_evictions_ = nullptr;
+  prometheus::Gauge* prefix_blocks_used_ = nullptr;
+  prometheus::Gauge* prefix_blocks_free_ = nullptr;
   prometheus::Histogram* itl_ = nullptr;
   prometheus::Histogram* e2e_ = nullptr;
   prometheus::Histogram* queue_time_ = nullptr;

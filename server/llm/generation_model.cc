@@ -37,7 +37,7 @@ class CallState {
   bool OnToken(const GeneratedToken& token) {
     if (metrics_ != nullptr) {
       if (token.index == 0) {
-        metrics_->RecordFirstToken(token.produced - accepted_);
+        metrics_->RecordFirstToken(token.produced - accepted_, token.cached_prompt_tokens > 0);
       } else {
         metrics_->RecordInterToken(token.produced - last_token_);
       }

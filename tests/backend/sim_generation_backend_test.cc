@@ -151,6 +151,20 @@ TEST_F(SimGenerationBackendTest, ChunksContinueWhatTheSlotHoldsAndMatchAWholePre
   EXPECT_EQ(SimPrefillChunkLatency(*config_->sim, 16, 512), absl::Microseconds(3600));
 }
 
+// Prefix caching: positions copied from another slot, then the rest chunked, give a whole prefill's logits.
+TEST_F(SimGenerationBackendTest, ACopiedPrefixPlusAChunkMatchesAWholePrefill) {
+  absl::StatusOr<Logits> whole = backend_->Prefill({8, 0, {5, 9, 3, 7, 8}});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_TRUE(backend_->CopyKv({0, 2, 0, 4}).ok());
+  absl::StatusOr<Logits> rest = backend_->PrefillChunk({8, 64, 2, 4, {8}});
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->values, whole->values);
+  // Copy latency: 100 us x 4 positions / 64.
+  EXPECT_EQ(slept_[1], absl::Microseconds(6.25));
+  EXPECT_THAT(backend_->CopyKv({1, 1, 0, 4}).message(), HasSubstr("the same slot"));
+  EXPECT_THAT(backend_->CopyKv({0, 1, 500, 20}).message(), HasSubstr("outside [0, context_length 512)"));
+}
+
 TEST_F(SimGenerationBackendTest, AChunkLeavesTheSlotsLaterPositionsAlone) {
   std::unique_ptr<GenerationBackend> twin = Create(*config_);
   const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};

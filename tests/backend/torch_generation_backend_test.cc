@@ -335,6 +335,35 @@ TEST_F(TorchGenerationBackendTest, AChunkLeavesTheSlotsLaterPositionsAlone) {
   EXPECT_LE(MaxAbsDiff(before, 0, after, 0), Tolerance(before, 0));
 }
 
+// Prefix caching's device op on the real graphs: a shared 64-token prefix written (with one request's tail) into
+// slot 0, copied into slot 1 by CopyKv, a second request's tail prefilled after it by the chunk graphs; greedy
+// generation from slot 1 is token-identical to the second request prefilled cold, whole-chunked, into slot 2.
+TEST_F(TorchGenerationBackendTest, APrefixCopiedBetweenSlotsGeneratesTheColdRunsTokens) {
+  std::vector<int32_t> shared, first, second;
+  for (int i = 0; i < 64; ++i) shared.push_back(3 + (i * 37 + 5) % 1990);
+  first = second = shared;
+  for (int i = 0; i < 23; ++i) first.push_back(3 + (i * 11 + 7) % 1990);
+  for (int i = 0; i < 29; ++i) second.push_back(3 + (i * 53 + 1) % 1990);
+  PrefillInChunks(first, 0, {32});
+  const absl::Status copied = Decoder().instance->CopyKv({0, 1, 0, 64});
+  ASSERT_TRUE(copied.ok()) << copied;
+  absl::StatusOr<Logits> tail = Decoder().instance->PrefillChunk(
+      {32, 256, 1, 64, std::vector<int32_t>(second.begin() + 64, second.end())});
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  const Logits cold = PrefillInChunks(second, 2, {32});
+  EXPECT_LE(MaxAbsDiff(*tail, 0, cold, 0), Tolerance(cold, 0));
+  auto greedy = [&](Logits logits, int slot) {
+    std::vector<int32_t> out;
+    for (int i = 0; i < 12; ++i) {
+      out.push_back(Argmax(logits, 0));
+      logits = Decode(1, 256, {{out.back(), static_cast<int64_t>(second.size()) + i, slot}});
+    }
+    return out;
+  };
+  EXPECT_EQ(greedy(*tail, 1), greedy(cold, 2));
+  EXPECT_THAT(Decoder().instance->CopyKv({1, 1, 0, 8}).message(), HasSubstr("the same slot"));
+}
+
 TEST_F(TorchGenerationBackendTest, RefusesInputsOutsideTheCompiledShapes) {
   GenerationBackend& b = *Decoder().instance;
   const int slots = Options().kv_cache.slots;

@@ -419,7 +419,7 @@ TEST_F(GenerationModelTest, MetricsCountTokensAndLatencies) {
   const std::string metrics = metrics_->Render(absl::Now());
   EXPECT_NE(metrics.find("sluice_generation_prompt_tokens_total{model=\"tiny_sim\"} 3"), std::string::npos);
   EXPECT_NE(metrics.find("sluice_generation_output_tokens_total{model=\"tiny_sim\"} 5"), std::string::npos);
-  EXPECT_NE(metrics.find("sluice_generation_time_to_first_token_seconds_count{model=\"tiny_sim\"} 1"),
+  EXPECT_NE(metrics.find("sluice_generation_time_to_first_token_seconds_count{model=\"tiny_sim\",prefix_cache=\"miss\"} 1"),
             std::string::npos);
   EXPECT_NE(metrics.find("sluice_generation_inter_token_latency_seconds_count{model=\"tiny_sim\"} 4"),
             std::string::npos);

@@ -134,8 +134,11 @@ class FakeGenerationBackend final : public GenerationBackend {
         result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens)};
       } else {
         std::vector<int32_t>& slot = cache_[input.slot];
-        // A first chunk (start 0) may land in a slot a finished sequence left full.
-        if (input.start != 0 && static_cast<int64_t>(slot.size()) != input.start) {
+        // A first chunk (start 0) may land in a slot a finished sequence left full; with prefix caching so may a
+        // chunk after a prefix reused in place (the slot then holds more than the reused prefix).
+        const bool fits = gen_.prefix_caching() ? static_cast<int64_t>(slot.size()) >= input.start
+                                                : static_cast<int64_t>(slot.size()) == input.start;
+        if (input.start != 0 && !fits) {
           Violation("slot ", input.slot, " holds ", slot.size(), " tokens, chunk starts at ", input.start);
         }
         slot.resize(input.start);
@@ -145,6 +148,29 @@ class FakeGenerationBackend final : public GenerationBackend {
     }
     Spend(prefill_cost_);
     return result;
+  }
+
+  // Copies what from_slot holds at [start, start + length) to the same positions of to_slot (which must hold at
+  // least [0, start): copies run in position order), recorded in copies(), not in calls().
+  absl::Status CopyKv(const KvCopyInput& input) override {
+    MutexLock lock(&mu_);
+    copies_.push_back(input);
+    if (!SlotOk(input.from_slot) || !SlotOk(input.to_slot)) return absl::InvalidArgumentError("bad slot");
+    std::vector<int32_t>& from = cache_[input.from_slot];
+    std::vector<int32_t>& to = cache_[input.to_slot];
+    if (static_cast<int64_t>(from.size()) < input.start + input.length) {
+      Violation("copy of [", input.start, ", ", input.start + input.length, ") from slot ", input.from_slot,
+                " holding ", from.size());
+      return absl::InternalError("copy past what the slot holds");
+    }
+    if (static_cast<int64_t>(to.size()) < input.start) Violation("copy into slot ", input.to_slot, " with a gap");
+    to.resize(input.start);
+    to.insert(to.end(), from.begin() + input.start, from.begin() + input.start + input.length);
+    return absl::OkStatus();
+  }
+  std::vector<KvCopyInput> copies() const {
+    MutexLock lock(&mu_);
+    return copies_;
   }
 
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
@@ -309,6 +335,7 @@ class FakeGenerationBackend final : public GenerationBackend {
 
   mutable Mutex mu_;
   CondVar released_;
+  std::vector<KvCopyInput> copies_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<int32_t>> cache_ ABSL_GUARDED_BY(mu_);  // [slot] tokens at positions [0, size)
   std::vector<BackendCall> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);
