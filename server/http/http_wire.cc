@@ -43,14 +43,23 @@ std::string_view TrimFieldValue(boost::beast::string_view value) {
 }
 
 std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser) {
-  const std::string_view declared = TrimFieldValue(parser.get()[http::field::content_length]);
-  uint64_t value = 0;
-  if (declared.empty() ||
-      std::from_chars(declared.data(), declared.data() + declared.size(), value).ptr !=
-          declared.data() + declared.size()) {
-    return std::nullopt;
+  // RFC 9110 8.6 lets a recipient take "8, 8" (a list of identical values, as a proxy that merged fields writes)
+  // as 8, and Beast does: a body framed by such a head must be read as that length here too.
+  std::string_view rest = TrimFieldValue(parser.get()[http::field::content_length]);
+  std::optional<uint64_t> length;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item =
+        TrimFieldValue(boost::beast::string_view(rest.data(), std::min(comma, rest.size())));
+    uint64_t value = 0;
+    if (item.empty() || std::from_chars(item.data(), item.data() + item.size(), value).ptr != item.data() + item.size()) {
+      return std::nullopt;
+    }
+    if (length.has_value() && *length != value) return std::nullopt;
+    length = value;
+    if (comma == std::string_view::npos) return length;
+    rest.remove_prefix(comma + 1);
   }
-  return value;
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

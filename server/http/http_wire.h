@@ -25,7 +25,8 @@ void ConfigureRequestParser(int64_t max_header_bytes, int64_t max_body_bytes, Re
 // A field value without the optional whitespace around it.
 std::string_view TrimFieldValue(boost::beast::string_view value);
 
-// The Content-Length a head declared, if it is a plain decimal integer. Not parser.content_length(): that
+// The Content-Length a head declared: a decimal integer, or a list of identical ones ("8, 8", which Beast frames
+// the body by). Not parser.content_length(): that
 // requires a complete head, and an over-limit Content-Length is refused while the head is being finished.
 std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser);
 

@@ -618,6 +618,35 @@ TEST(HttpServerTest, BodyOverTheLimitGets413BeforeItIsSent) {
   EXPECT_EQ(handled.load(), 0);
 }
 
+// RFC 9110 8.6: a list of identical values (as a proxy merging two fields writes it) frames the body as one value;
+// a list of different values is refused. Found by fuzz_http_request (regress_content_length_list).
+TEST(HttpServerTest, AContentLengthListOfIdenticalValuesFramesTheBodyAndIsLimitedAsOneValue) {
+  HttpLimits limits = TestLimits();
+  limits.max_body_bytes = 1000;
+  auto server = StartServer(Echo, limits);
+  Client client(server->port());
+  ASSERT_TRUE(client.Send("POST /l HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\nhelloPOST /m HTTP/1.1\r\nContent-Length: 2\r\n\r\nok"));
+  std::optional<Reply> reply = client.Read(absl::Seconds(1));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->body, "POST /l hello");
+  reply = client.Read(absl::Seconds(1));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->body, "POST /m ok");
+
+  Client over(server->port());
+  ASSERT_TRUE(over.Send("POST /big HTTP/1.1\r\nContent-Length: 5000,5000\r\n\r\n"));
+  reply = over.Read(absl::Seconds(1));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 413);
+  EXPECT_EQ(reply->body, R"({"error":"request body of 5000 bytes is over the limit of 1000 bytes"})");
+
+  Client conflicting(server->port());
+  ASSERT_TRUE(conflicting.Send("POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\nabcd"));
+  reply = conflicting.Read(absl::Seconds(1));
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 400);
+}
+
 TEST(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
   HttpLimits limits = TestLimits();
   limits.max_body_bytes = 1000;
