@@ -100,7 +100,11 @@ class DynamicBatcher final : public Scheduler {
     queues_[*bucket].Push(std::move(queued));
     ++queued_;
     ++in_flight_;
-    batcher_cv_.Signal();
+    // The hop cut: with an instance free, the decision the batcher thread would take next is taken here, and the
+    // instance is woken directly (one thread hand-off fewer per request at low load). Work that expired is left
+    // to the batcher thread, which answers it (on_done never runs on an Enqueue caller's thread).
+    AssignFreeInstancesLocked(now, /*unless_expired=*/true);
+    if (queued_ > 0) batcher_cv_.Signal();  // what is still queued needs the batcher's timing (delays, deadlines)
     return id;
   }
 
@@ -330,17 +334,7 @@ class DynamicBatcher final : public Scheduler {
         mu_.Lock();
         continue;
       }
-      while (std::optional<size_t> free = FreeSlotLocked()) {
-        if (!prepared_.empty()) {
-          slot_work_[*free].assigned = TakePreparedLocked();
-        } else {
-          std::optional<size_t> bucket = PickBucketLocked(now);
-          if (!bucket) break;
-          slot_work_[*free].assigned = FormBatchLocked(*bucket, now);
-        }
-        slot_work_[*free].busy = true;
-        slots_[*free]->cv.Signal();
-      }
+      AssignFreeInstancesLocked(now, /*unless_expired=*/false);
       // Double buffering: while every instance runs a batch, form up to one batch per instance ahead, so an
       // instance takes its next batch the moment its backend returns, without a hop through this thread. Only
       // when the batch that goes next anyway (oldest due work first) is whole: a partial one is better left to
@@ -354,7 +348,26 @@ class DynamicBatcher final : public Scheduler {
       }
       // A call-out under mu_, by design: the clock waits on our condition variable (Clock's contract: it
       // only waits and reads time, never calls back into the scheduler).
-      clock_.WaitUntil(batcher_cv_, mu_, NextWakeLocked(now));
+      planned_wake_ = NextWakeLocked(now);
+      clock_.WaitUntil(batcher_cv_, mu_, planned_wake_);
+      planned_wake_ = absl::InfinitePast();  // awake: it recomputes before it waits again
+    }
+  }
+
+  // Gives each free instance the batch that goes next: a batch formed ahead first, else a batch of the due bucket
+  // whose first request goes first. With unless_expired (Enqueue's caller thread), stops at a bucket holding an
+  // expired request: answering it is the batcher thread's job.
+  void AssignFreeInstancesLocked(absl::Time now, bool unless_expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (std::optional<size_t> free = FreeSlotLocked()) {
+      if (!prepared_.empty()) {
+        slot_work_[*free].assigned = TakePreparedLocked();
+      } else {
+        std::optional<size_t> bucket = PickBucketLocked(now);
+        if (!bucket || (unless_expired && queues_[*bucket].EarliestDeadline() <= now)) return;
+        slot_work_[*free].assigned = FormBatchLocked(*bucket, now);
+      }
+      slot_work_[*free].busy = true;
+      slots_[*free]->cv.Signal();
     }
   }
 
@@ -420,14 +433,27 @@ class DynamicBatcher final : public Scheduler {
       absl::Duration& estimate = estimates_[done.batch.bucket][table_.BatchSizeIndex(done.batch.batch_size)];
       const absl::Duration batch_time = done.executed - done.start;
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
-      work.to_finish.push_back(std::move(done));
-      slot.finish_cv.Signal();
+      if (work.to_finish.empty() && prepared_.empty() && queued_ == 0) {
+        // Nothing for this instance to run next: answering here costs the device nothing and saves the hop to
+        // the finishing thread (the instance stays busy meanwhile; a request arriving now waits for it).
+        const int64_t rows = static_cast<int64_t>(done.batch.requests.size());
+        mu_.Unlock();
+        Answer(slot, done);
+        mu_.Lock();
+        in_flight_ -= rows;
+        idle_cv_.SignalAll();
+      } else {
+        work.to_finish.push_back(std::move(done));
+        slot.finish_cv.Signal();
+      }
       if (!work.out_of_rotation && !prepared_.empty()) {
         next = TakePreparedLocked();
       } else {
         work.busy = false;
       }
-      batcher_cv_.Signal();  // a free instance, or room to form another batch ahead
+      // A free instance, or room to form another batch ahead: news for the batcher only if work waits (or this
+      // instance left rotation, which may strand what waits).
+      if (queued_ + prepared_rows_ > 0 || work.out_of_rotation) batcher_cv_.Signal();
     }
   }
 
@@ -444,7 +470,10 @@ class DynamicBatcher final : public Scheduler {
       MutexLock lock(&mu_);
       slot_work_[slot.index].executing = &done.batch;
       slot_work_[slot.index].executing_since = done.assembled;
-      if (execution_timeout_ != absl::InfiniteDuration()) batcher_cv_.Signal();  // a new watchdog deadline
+      // A new watchdog deadline: the batcher needs it only if it sleeps past it (awake, it recomputes anyway).
+      if (execution_timeout_ != absl::InfiniteDuration() && done.assembled + execution_timeout_ < planned_wake_) {
+        batcher_cv_.Signal();
+      }
     }
     done.result = ExecuteContained(slot, padded);
     done.executed = clock_.Now();
@@ -466,7 +495,6 @@ class DynamicBatcher final : public Scheduler {
       Answer(slot, done);
       mu_.Lock();
       in_flight_ -= static_cast<int64_t>(done.batch.requests.size());
-      batcher_cv_.Signal();
       idle_cv_.SignalAll();
     }
   }
@@ -608,6 +636,8 @@ class DynamicBatcher final : public Scheduler {
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  // While the batcher thread waits: the time it wakes at by itself; InfinitePast while it is awake.
+  absl::Time planned_wake_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::once_flag stop_once_;
 
   std::vector<std::unique_ptr<InstanceSlot>> slots_;  // fixed after construction

@@ -1,7 +1,7 @@
 // What the front ends hand the scheduler, and what comes back. Native types only: no JSON or protobuf.
 // Thread-safety: plain values. `on_done` is called exactly once per accepted request (Enqueue returned OK),
-// never under a scheduler lock, on the DynamicBatcher's threads: the ran instance's finishing thread when the
-// request ran (the executor thread only runs graphs); the batcher thread when it expired in its queue, when its
+// never under a scheduler lock, on the DynamicBatcher's threads: when the request ran, the ran instance's finishing
+// thread, or its executor thread when that instance had nothing else to run; the batcher thread when it expired in its queue, when its
 // batch ran past execution_timeout_ms, or when no instance is left in rotation; the thread that called
 // Scheduler::Cancel when it was cancelled before running.
 #pragma once
@@ -31,7 +31,7 @@ struct InferResponse {
 };
 
 // Called exactly once per accepted request, never while a scheduler lock is held. Must not block for long: it
-// runs on an instance's finishing thread, the batcher thread, or a Cancel() caller's thread (see the header
+// runs on an instance's finishing or executor thread, the batcher thread, or a Cancel() caller's thread (see the header
 // comment); front ends only serialize and hand the reply to their transport.
 using DoneCallback = std::function<void(InferResponse)>;
 

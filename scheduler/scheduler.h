@@ -25,8 +25,8 @@ struct BatchReport {
   bool timed_out = false;    // it ran past execution_timeout_ms: answered Unavailable, instance out of rotation
 };
 
-// Called on the instance's finishing thread after each batch, before its requests' on_done (for a batch that
-// timed out: on the batcher thread, once, when it is answered); no scheduler lock is held.
+// Called on the thread that answers the batch (its instance's finishing or executor thread), before its requests'
+// on_done (for a batch that timed out: on the batcher thread, once, when it is answered); no scheduler lock is held.
 // Must be cheap and thread-safe (instances report concurrently).
 using BatchObserver = std::function<void(const BatchReport&)>;
 

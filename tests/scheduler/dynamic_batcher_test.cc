@@ -1,6 +1,8 @@
 // Deterministic DynamicBatcher tests: a FakeClock decides every close; ScriptedBackend records what ran.
 #include "scheduler/dynamic_batcher.h"
 
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 namespace sluice {
 namespace {
 
+using ::sluice::testing::Event;
 using ::sluice::testing::Eventually;
 using ::sluice::testing::LetThreadsRun;
 using ::sluice::testing::PendingAnswer;
@@ -265,6 +268,64 @@ TEST_F(DynamicBatcherTest, OldestWorkGoesFirstAcrossBuckets) {
   ASSERT_EQ(backend().executed_count(), 3u);
   EXPECT_EQ(backend().executed()[1].length, 200);
   EXPECT_EQ(backend().executed()[2].length, 100);
+}
+
+// The hop cut: work due at once that meets a free instance is handed to it by Enqueue. Shown with the batcher
+// thread stuck in an expired request's on_done: a full batch still runs and is answered meanwhile.
+TEST_F(DynamicBatcherTest, DueWorkMeetingAFreeInstanceRunsWithoutTheBatcherThread) {
+  Start();
+  // Shared: the callback may still be returning from its wait when the test body ends.
+  auto in_callback = std::make_shared<Event>(), let_go = std::make_shared<Event>();
+  auto doomed_answer = std::make_shared<PendingAnswer>();
+  InferRequest doomed = testing::AudioRequest(300, doomed_answer, clock_.Now() + absl::Milliseconds(1));
+  doomed.on_done = [in_callback, let_go](InferResponse) {
+    in_callback->Notify();
+    let_go->WaitForNotificationWithTimeout(absl::Seconds(30));
+  };
+  ASSERT_TRUE(scheduler_->Enqueue(std::move(doomed)).ok());
+  clock_.Advance(absl::Milliseconds(1));  // it expires: the batcher thread answers it, and stays in on_done
+  ASSERT_TRUE(in_callback->WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  std::vector<std::shared_ptr<PendingAnswer>> full;
+  for (int i = 0; i < 4; ++i) full.push_back(Submit(*scheduler_, 90));  // a whole batch: due at once
+  for (auto& a : full) EXPECT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(backend().executed_count(), 1u);
+  let_go->Notify();
+}
+
+// An instance with nothing else to run answers its batch on its own thread (no hand-off to the finishing thread);
+// with work waiting, the finishing thread answers while the instance takes that work.
+TEST_F(DynamicBatcherTest, AnInstanceWithNothingElseToRunAnswersItselfOtherwiseTheFinishingThreadDoes) {
+  Start();
+  Mutex threads_mu;
+  std::vector<std::thread::id> answered_on(5);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  auto submit = [&](int index) {
+    auto answer = std::make_shared<PendingAnswer>();
+    InferRequest request = testing::AudioRequest(50, answer);
+    request.on_done = [&, index, answer](InferResponse response) {
+      {
+        MutexLock lock(&threads_mu);
+        answered_on[index] = std::this_thread::get_id();
+      }
+      answer->response = std::move(response);
+      answer->done.Notify();
+    };
+    ASSERT_TRUE(scheduler_->Enqueue(std::move(request)).ok());
+    answers.push_back(answer);
+  };
+  backend().Hold();
+  for (int i = 0; i < 4; ++i) submit(i);  // a whole batch, held inside Execute
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
+  submit(4);  // queued behind it (not due for 10 ms)
+  backend().Release();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(WaitDone(answers[i]));
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(answers[4]));
+  ASSERT_EQ(backend().executed_count(), 2u);
+  MutexLock lock(&threads_mu);
+  EXPECT_NE(answered_on[0], backend().executed()[0].thread) << "work was waiting: the finishing thread answers";
+  EXPECT_EQ(answered_on[4], backend().executed()[1].thread) << "nothing else to run: the instance answers";
 }
 
 TEST_F(DynamicBatcherTest, ABusyInstanceDoesNotBlockTheOthers) {

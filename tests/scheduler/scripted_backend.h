@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "backend/sim_backend.h"
@@ -20,6 +21,7 @@ struct ExecutedBatch {
   int64_t length;
   std::vector<int64_t> row_lengths;
   absl::Time started;
+  std::thread::id thread;  // the instance thread that ran it
 };
 
 class ScriptedBackend final : public HoldableBackend {
@@ -32,7 +34,8 @@ class ScriptedBackend final : public HoldableBackend {
   absl::StatusOr<BatchResult> Execute(const PaddedBatch& batch) override {
     {
       MutexLock lock(&mu_);
-      executed_.push_back({batch.batch_size, batch.length, batch.row_lengths, clock_ ? clock_->Now() : absl::Now()});
+      executed_.push_back({batch.batch_size, batch.length, batch.row_lengths, clock_ ? clock_->Now() : absl::Now(),
+                           std::this_thread::get_id()});
       WaitWhileHeld();
       if (fail_next_) {
         fail_next_ = false;
