@@ -42,6 +42,7 @@ class DynamicBatcher final : public Scheduler {
         max_delay_(absl::Microseconds(options.model->batching.max_queue_delay_ms * 1000.0)),
         largest_batches_(options.model->batching.batch_size_policy ==
                          BatchingOptions::BatchSizePolicy::kLargest),
+        fill_wait_(absl::Microseconds(options.model->batching.max_fill_wait_ms * 1000.0)),
         execution_timeout_(options.model->batching.execution_timeout_ms > 0
                                ? absl::Microseconds(options.model->batching.execution_timeout_ms * 1000.0)
                                : absl::InfiniteDuration()),
@@ -252,20 +253,62 @@ class DynamicBatcher final : public Scheduler {
            ReadyTimeLocked(bucket, 0) <= now;
   }
 
-  // The due bucket whose first request goes first: highest priority level, then oldest.
+  // Whether bucket a's first request goes before bucket b's: highest priority level, then oldest.
+  bool GoesBeforeLocked(size_t a, size_t b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const QueuedRequest& x = queues_[a].Head();
+    const QueuedRequest& y = queues_[b].Head();
+    return std::tie(x.level, x.enqueued, x.id) < std::tie(y.level, y.enqueued, y.id);
+  }
+
+  bool IsWholeLocked(size_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(queues_[bucket].size()) >= EfficientBatchSizeLocked(bucket);
+  }
+
+  // The due bucket whose first request goes first — unless that batch is partial and may wait to fill
+  // (max_fill_wait_ms): then the first due whole batch of the same or a higher priority level goes instead.
   std::optional<size_t> PickBucketLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::optional<size_t> best;
+    std::optional<size_t> first, first_whole;
     for (size_t b = 0; b < queues_.size(); ++b) {
       if (!IsDueLocked(b, now)) continue;
-      const QueuedRequest& head = queues_[b].Head();
-      if (!best) {
-        best = b;
-        continue;
-      }
-      const QueuedRequest& other = queues_[*best].Head();
-      if (std::tie(head.level, head.enqueued, head.id) < std::tie(other.level, other.enqueued, other.id)) best = b;
+      if (!first || GoesBeforeLocked(b, *first)) first = b;
+      if (IsWholeLocked(b) && (!first_whole || GoesBeforeLocked(b, *first_whole))) first_whole = b;
     }
-    return best;
+    if (first && first_whole && *first != *first_whole &&
+        queues_[*first_whole].Head().level <= queues_[*first].Head().level &&
+        MayWaitToFillLocked(*first, *first_whole, now)) {
+      return first_whole;
+    }
+    return first;
+  }
+
+  // The fill rule: a partial batch may let `other` (a whole batch) run first while, even after other has run (from
+  // when an instance can next start it, for its estimated compute), none of its requests has waited
+  // max_queue_delay + max_fill_wait and none would be too late for its deadline (deadline - its own estimated
+  // compute). Passing it over never idles an instance: other runs instead.
+  bool MayWaitToFillLocked(size_t partial, size_t other, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (fill_wait_ <= absl::ZeroDuration() || stopping_) return false;
+    const int n = static_cast<int>(std::min<size_t>(queues_[partial].size(), EfficientBatchSizeLocked(partial)));
+    const absl::Time must_start =
+        queues_[partial].ReadyTime(0, max_delay_ + fill_wait_, EstimateLocked(partial, table_.BatchSizeFor(n)));
+    return must_start >= NextStartLocked(now) + EstimateLocked(other, EfficientBatchSizeLocked(other));
+  }
+
+  // When an instance can start the next batch formed: now if one is free; otherwise when the first running batch
+  // should end by its estimate, plus the batches already formed ahead, shared out over the instances.
+  absl::Time NextStartLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (FreeSlotLocked() || in_rotation_ == 0) return now;
+    absl::Time earliest = absl::InfiniteFuture();
+    for (const SlotWork& work : slot_work_) {
+      if (work.out_of_rotation) continue;
+      const FormedBatch* running = work.executing;
+      earliest = std::min(earliest, running == nullptr ? now  // assembling or answering: about to be free
+                                                       : std::max(now, work.executing_since +
+                                                                           EstimateLocked(running->bucket,
+                                                                                          running->batch_size)));
+    }
+    absl::Duration ahead;
+    for (const FormedBatch& batch : prepared_) ahead += EstimateLocked(batch.bucket, batch.batch_size);
+    return earliest + ahead / in_rotation_;
   }
 
   // Takes a batch from a due bucket. Prefers an exactly compiled size (no dummy rows) when the requests left
@@ -342,7 +385,7 @@ class DynamicBatcher final : public Scheduler {
       // ones (that starved long, rarely full buckets: p99 doubled in loadtest/bench/accel_bench.sh).
       while (!FreeSlotLocked() && prepared_.size() < static_cast<size_t>(in_rotation_)) {
         std::optional<size_t> bucket = PickBucketLocked(now);
-        if (!bucket || static_cast<int>(queues_[*bucket].size()) < EfficientBatchSizeLocked(*bucket)) break;
+        if (!bucket || !IsWholeLocked(*bucket)) break;
         prepared_.push_back(FormBatchLocked(*bucket, now));
         prepared_rows_ += static_cast<int>(prepared_.back().requests.size());
       }
@@ -618,6 +661,7 @@ class DynamicBatcher final : public Scheduler {
   const BucketTable table_;
   const absl::Duration max_delay_;
   const bool largest_batches_;  // batch_size_policy: largest
+  const absl::Duration fill_wait_;  // max_fill_wait_ms
   const absl::Duration execution_timeout_;  // InfiniteDuration when execution_timeout_ms is 0
   const BatchObserver on_batch_;
 

@@ -7,6 +7,13 @@
 // Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free
 // instance. Expired requests leave their queue the moment they expire and never run.
 //
+// Filling under load (batching.max_fill_wait_ms, off by default): a due partial batch lets a whole batch of
+// another bucket (same or higher priority level) go first while it can afford to: after that batch's estimated
+// compute, none of its requests will have waited longer than max_queue_delay + max_fill_wait, and each can still
+// start by its deadline minus the partial batch's estimated compute. It never idles an instance (a whole batch runs
+// instead), so at saturation long, rarely full buckets fill while short ones keep the device busy; below
+// saturation nothing changes (no whole batch is waiting). Costs: those partial batches' requests wait longer.
+//
 // Double buffering: while every instance is running a batch, the batcher forms up to one batch per instance
 // ahead — the batch that goes next anyway, and only when it is whole (a partial batch is left to grow) — and an
 // instance whose graph returns takes it at once, without a hop through the batcher thread; a batch formed ahead

@@ -136,7 +136,7 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   if (!node) return options;
   SLUICE_RETURN_IF_ERROR(node->CheckKeys(
       {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms",
-       "batch_size_policy"}));
+       "batch_size_policy", "max_fill_wait_ms"}));
   if (auto policy = node->Optional("batch_size_policy")) {
     SLUICE_ASSIGN_OR_RETURN(std::string value, policy->AsString());
     if (value == "measured") {
@@ -151,6 +151,12 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
     SLUICE_ASSIGN_OR_RETURN(options.max_queue_delay_ms, delay->AsDouble());
     if (!(std::isfinite(options.max_queue_delay_ms) && options.max_queue_delay_ms >= 0)) {
       return delay->Error("must be >= 0 and finite");
+    }
+  }
+  if (auto fill = node->Optional("max_fill_wait_ms")) {
+    SLUICE_ASSIGN_OR_RETURN(options.max_fill_wait_ms, fill->AsDouble());
+    if (!(std::isfinite(options.max_fill_wait_ms) && options.max_fill_wait_ms >= 0)) {
+      return fill->Error("must be >= 0 and finite (0: off)");
     }
   }
   if (auto timeout = node->Optional("execution_timeout_ms")) {

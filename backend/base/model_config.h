@@ -72,6 +72,10 @@ struct BatchingOptions {
   // a test that must see batches form).
   enum class BatchSizePolicy { kMeasured, kLargest };
   BatchSizePolicy batch_size_policy = BatchSizePolicy::kMeasured;
+  // Filling under load: how much longer than max_queue_delay_ms a partial batch may wait while whole batches of
+  // other buckets (of its priority or higher) run ahead of it, so that it fills. Never past what a request's
+  // deadline allows, never while an instance would idle. 0: off (a due partial batch goes first by age).
+  double max_fill_wait_ms = 0;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the

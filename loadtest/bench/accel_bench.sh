@@ -7,8 +7,10 @@
 #   sim: {base_ms: 4, per_sample_us: 0.1}   ->   cost(B, L) = 4 ms + 0.1 us x B x L per batch
 # (backend/sim_backend.cc SimLatency: B = compiled batch size, L = bucket length, dummy rows included),
 # buckets lengths [16000, 32000, 64000, 128000, 256000] (1, 2, 4, 8, 16 s), max_queue_delay_ms 5, one instance.
-# Two configurations, interleaved in every repeat, each on a fresh server:
+# Three configurations, interleaved in every repeat, each on a fresh server:
 #   batched: batch_sizes [1, 2, 4, 8]      b1: batch_sizes [1]
+#   filled:  batched with batching.max_fill_wait_ms --fill-wait (partial batches wait while whole ones run;
+#            scheduler/dynamic_batcher.h); --fill-wait 0 leaves it out
 # Load: sluice-loadtest, gRPC, closed loop (-c 64 by default), --warmup then --duration measured seconds, the
 # lengths of a file (drawn uniformly from its lines, seed 1) that holds the mix (--mix, bucket:share):
 #   default 16000:0.70,32000:0.15,64000:0.10,128000:0.03,256000:0.02
@@ -30,10 +32,10 @@
 # Each point is repeated --repeats times; the table shows the median and the spread (min-max).
 #
 # Usage: loadtest/bench/accel_bench.sh [--server PATH] [--loadtest PATH] [--duration S] [--warmup S] [--repeats N]
-#                                [--concurrency C] [--mix SPEC] [--seed N] [--out DIR]
+#                                [--concurrency C] [--mix SPEC] [--seed N] [--fill-wait MS] [--out DIR]
 #   defaults: $SERVER or build/server/sluice-server, $LOADTEST or build/loadtest/sluice-loadtest, 30 s, 5 s, 3,
-#   64, the mix above, seed 1, a new /tmp/sluice-accel.XXXXXX. Takes about repeats x 2 x (warm-up + duration + 8 s):
-#   about 4.5 minutes with the defaults.
+#   64, the mix above, seed 1, --fill-wait 1000, a new /tmp/sluice-accel.XXXXXX. Takes about
+#   repeats x 3 x (warm-up + duration + 8 s): about 7 minutes with the defaults.
 # A benchmark, not a test: nothing passes or fails on a number. Logs, scrapes, accel_bench.json and table.txt
 # stay in the output folder. Traffic goes to 127.0.0.1 only; every process started here is stopped on exit.
 set -euo pipefail
@@ -41,9 +43,9 @@ set -euo pipefail
 HERE=$(dirname "$(realpath "$0")")
 SERVER=${SERVER:-build/server/sluice-server}
 LOADTEST=${LOADTEST:-build/loadtest/sluice-loadtest}
-DURATION=30 WARMUP=5 REPEATS=3 CONCURRENCY=64 SEED=1 OUT=
+DURATION=30 WARMUP=5 REPEATS=3 CONCURRENCY=64 SEED=1 OUT= FILL_WAIT=1000
 MIX=16000:0.70,32000:0.15,64000:0.10,128000:0.03,256000:0.02
-usage() { sed -n '/^# Usage:/,/^#   about 4.5 minutes/p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
+usage() { sed -n '/^# Usage:/,/^#   repeats x 3/p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 while (($#)); do
   case $1 in
     --server) SERVER=$2 ;;
@@ -54,6 +56,7 @@ while (($#)); do
     --concurrency) CONCURRENCY=$2 ;;
     --mix) MIX=$2 ;;
     --seed) SEED=$2 ;;
+    --fill-wait) FILL_WAIT=$2 ;;
     --out) OUT=$2 ;;
     -h|--help) usage 0 ;;
     *) echo "unknown argument '$1'" >&2; usage 2 >&2 ;;
@@ -67,7 +70,8 @@ SERVER=$(realpath "$SERVER") LOADTEST=$(realpath "$LOADTEST")
 [[ $DURATION =~ ^[0-9]+([.][0-9]+)?$ ]] && $PY -c "import sys; sys.exit(float('$DURATION') <= 4)" ||
   { echo "--duration must be a number of seconds > 4" >&2; exit 2; }
 [[ $WARMUP =~ ^[0-9]+([.][0-9]+)?$ && $REPEATS =~ ^[1-9][0-9]*$ && $CONCURRENCY =~ ^[1-9][0-9]*$ &&
-   $SEED =~ ^[0-9]+$ ]] || { echo "bad --warmup, --repeats, --concurrency or --seed" >&2; exit 2; }
+   $SEED =~ ^[0-9]+$ && $FILL_WAIT =~ ^[0-9]+$ ]] ||
+  { echo "bad --warmup, --repeats, --concurrency, --seed or --fill-wait (whole milliseconds)" >&2; exit 2; }
 LENGTHS=(16000 32000 64000 128000 256000)
 BASE_MS=4 PER_SAMPLE_US=0.1  # the cost model of the scenario
 # The lengths file of the mix (and a check that the mix names the buckets and sums to 1).
@@ -101,7 +105,7 @@ trap 'exit 130' INT TERM  # a signal exits through bench_lib's EXIT trap
 
 printf '%s\n' "$LENGTHS_TEXT" > "$WORK/lengths.txt"
 
-# write_repository NAME BATCH_SIZES: the one-model repository $WORK/NAME/speech_sim.
+# write_repository NAME BATCH_SIZES [FILL_WAIT_MS]: the one-model repository $WORK/NAME/speech_sim.
 write_repository() {
   mkdir -p "$WORK/$1/speech_sim"
   cat > "$WORK/$1/speech_sim/config.yaml" <<EOF
@@ -112,13 +116,18 @@ inputs:
 outputs:
   - {name: log_probs, dtype: FP32, shape: [-1]}
 buckets: {lengths: [$(IFS=,; echo "${LENGTHS[*]}" | sed 's/,/, /g')], batch_sizes: [$2]}
-batching: {max_queue_delay_ms: 5, max_queue_size: 1024}
+batching: {max_queue_delay_ms: 5, max_queue_size: 1024, max_fill_wait_ms: ${3:-0}}
 instances: [{count: 1, device: sim}]
 sim: {base_ms: $BASE_MS, per_sample_us: $PER_SAMPLE_US, output_steps_per_input_step: 0.01}
 EOF
 }
 write_repository batched "1, 2, 4, 8"
 write_repository b1 "1"
+CONFIGS=(batched b1) CONFIGS_JSON='"batched": [1, 2, 4, 8], "b1": [1]'
+if ((FILL_WAIT > 0)); then
+  write_repository filled "1, 2, 4, 8" "$FILL_WAIT"
+  CONFIGS+=(filled) CONFIGS_JSON+=', "filled": [1, 2, 4, 8]'
+fi
 
 # snapshot TAG SERVER_PID LOADTEST_PID: the server's /metrics, both processes' /proc/PID/stat, /proc/loadavg,
 # the machine's CPU line of /proc/stat and the time, into $WORK/TAG.*.
@@ -193,12 +202,12 @@ run() {
 
 printf '{"server": "%s", "loadtest": "%s", "duration_s": %s, "warmup_s": %s, "repeats": %s, "concurrency": %s,
  "seed": %s, "mix": "%s", "bucket_lengths": [%s], "base_ms": %s, "per_sample_us": %s,
- "configs": {"batched": [1, 2, 4, 8], "b1": [1]}, "nproc": %s}\n' "$SERVER" "$LOADTEST" "$DURATION" "$WARMUP" \
-  "$REPEATS" "$CONCURRENCY" "$SEED" "$MIX" "$(IFS=,; echo "${LENGTHS[*]}")" "$BASE_MS" "$PER_SAMPLE_US" "$(nproc)" \
-  > "$WORK/params.json"
+ "configs": {%s}, "fill_wait_ms": %s, "nproc": %s}\n' "$SERVER" "$LOADTEST" "$DURATION" "$WARMUP" \
+  "$REPEATS" "$CONCURRENCY" "$SEED" "$MIX" "$(IFS=,; echo "${LENGTHS[*]}")" "$BASE_MS" "$PER_SAMPLE_US" \
+  "$CONFIGS_JSON" "$FILL_WAIT" "$(nproc)" > "$WORK/params.json"
 step "sluice accel bench: $SERVER, $LOADTEST; -c $CONCURRENCY, ${WARMUP} s + ${DURATION} s, $REPEATS repeats;" \
   "mix $MIX; folder $WORK"
 for ((r = 1; r <= REPEATS; r++)); do
-  for config in batched b1; do run "$config" "$r"; done
+  for config in "${CONFIGS[@]}"; do run "$config" "$r"; done
 done
 $PY "$HERE/accel_report.py" "$WORK" | tee "$WORK/table.txt"

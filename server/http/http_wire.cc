@@ -52,7 +52,8 @@ std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser) {
     const std::string_view item =
         TrimFieldValue(boost::beast::string_view(rest.data(), std::min(comma, rest.size())));
     uint64_t value = 0;
-    if (item.empty() || std::from_chars(item.data(), item.data() + item.size(), value).ptr != item.data() + item.size()) {
+    const char* end = item.data() + item.size();
+    if (item.empty() || std::from_chars(item.data(), end, value).ptr != end) {
       return std::nullopt;
     }
     if (length.has_value() && *length != value) return std::nullopt;

@@ -44,10 +44,11 @@ class DynamicBatcherTest : public ::testing::Test {
   }
   // Keeps the only instance busy with one batch so later requests stay queued.
   std::shared_ptr<PendingAnswer> OccupyInstance() {
+    const size_t before = backend().executed_count();
     backend().Hold();
     auto blocker = Submit(*scheduler_, 400);  // bucket 400, batch 1 after the delay
     for (int i = 0; i < 3; ++i) Submit(*scheduler_, 400);  // fills batch 4 so it closes at once
-    EXPECT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
+    EXPECT_TRUE(Eventually([&] { return backend().executed_count() == before + 1; }));
     return blocker;
   }
 
@@ -326,6 +327,86 @@ TEST_F(DynamicBatcherTest, AnInstanceWithNothingElseToRunAnswersItselfOtherwiseT
   MutexLock lock(&threads_mu);
   EXPECT_NE(answered_on[0], backend().executed()[0].thread) << "work was waiting: the finishing thread answers";
   EXPECT_EQ(answered_on[4], backend().executed()[1].thread) << "nothing else to run: the instance answers";
+}
+
+// max_fill_wait_ms: a due partial batch lets a whole batch of another bucket go first while it can afford to wait.
+// (The whole batch arrives after the partial one is due: earlier, it would simply be formed ahead.)
+TEST_F(DynamicBatcherTest, WithAFillWaitAPartialBatchYieldsToAWholeOneAndFillsMeanwhile) {
+  model_.batching.max_fill_wait_ms = 30;
+  Start();
+  OccupyInstance();
+  auto partial = Submit(*scheduler_, 150);  // bucket 200, alone: due after 10 ms, may wait until 40 ms
+  clock_.Advance(absl::Milliseconds(20));
+  LetThreadsRun();
+  std::vector<std::shared_ptr<PendingAnswer>> whole;
+  for (int i = 0; i < 4; ++i) whole.push_back(Submit(*scheduler_, 50));  // bucket 100, whole at once
+  LetThreadsRun();
+  auto filler = Submit(*scheduler_, 160);  // joins the partial batch while it waits
+  backend().Release();
+  for (auto& a : whole) ASSERT_TRUE(WaitDone(a));
+  ASSERT_TRUE(WaitDone(partial) && WaitDone(filler));
+  ASSERT_EQ(backend().executed_count(), 3u);
+  EXPECT_EQ(backend().executed()[1].length, 100);
+  EXPECT_EQ(backend().executed()[2].length, 200);
+  EXPECT_THAT(backend().executed()[2].row_lengths, ElementsAre(150, 160));
+}
+
+TEST_F(DynamicBatcherTest, WithoutAFillWaitTheOlderPartialBatchGoesFirst) {
+  Start();
+  OccupyInstance();
+  auto partial = Submit(*scheduler_, 150);
+  clock_.Advance(absl::Milliseconds(20));
+  LetThreadsRun();
+  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
+  LetThreadsRun();
+  backend().Release();
+  ASSERT_TRUE(WaitDone(partial));
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 3u; }));
+  EXPECT_EQ(backend().executed()[1].length, 200);
+  EXPECT_EQ(backend().executed()[2].length, 100);
+}
+
+TEST_F(DynamicBatcherTest, AFillWaitNeverOutlastsMaxDelayPlusTheWait) {
+  model_.batching.max_fill_wait_ms = 30;
+  Start();
+  OccupyInstance();
+  auto overdue = Submit(*scheduler_, 150);
+  clock_.Advance(absl::Milliseconds(41));  // past max_queue_delay + max_fill_wait (10 + 30 ms)
+  LetThreadsRun();
+  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
+  LetThreadsRun();
+  backend().Release();
+  ASSERT_TRUE(WaitDone(overdue));
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 3u; }));
+  EXPECT_EQ(backend().executed()[1].length, 200);
+  EXPECT_EQ(backend().executed()[2].length, 100);
+}
+
+TEST_F(DynamicBatcherTest, AFillWaitNeverRisksADeadlineCountingTheBatchStillRunning) {
+  model_.batching.max_fill_wait_ms = 30;
+  Start();
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(20));  // batch 1: 5 ms
+  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);  // measure every size used below
+  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 400);
+  auto measure = Submit(*scheduler_, 150);
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(measure));
+  ASSERT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+
+  OccupyInstance();  // should end 20 ms from now
+  const absl::Time start = clock_.Now();
+  auto urgent = Submit(*scheduler_, 150, start + absl::Milliseconds(40));  // must start by 35 ms (5 ms compute)
+  clock_.Advance(absl::Milliseconds(10));  // due
+  LetThreadsRun();
+  // Behind a whole batch (20 ms) that can start only at 20 ms, urgent would start at 40 ms: too late.
+  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
+  LetThreadsRun();
+  backend().Release();
+  ASSERT_TRUE(WaitDone(urgent));
+  EXPECT_TRUE(urgent->response.status.ok()) << urgent->response.status;
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 6u; }));
+  EXPECT_EQ(backend().executed()[4].length, 200);
+  EXPECT_EQ(backend().executed()[5].length, 100);
 }
 
 TEST_F(DynamicBatcherTest, ABusyInstanceDoesNotBlockTheOthers) {

@@ -625,7 +625,8 @@ TEST(HttpServerTest, AContentLengthListOfIdenticalValuesFramesTheBodyAndIsLimite
   limits.max_body_bytes = 1000;
   auto server = StartServer(Echo, limits);
   Client client(server->port());
-  ASSERT_TRUE(client.Send("POST /l HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\nhelloPOST /m HTTP/1.1\r\nContent-Length: 2\r\n\r\nok"));
+  ASSERT_TRUE(client.Send("POST /l HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\nhello"
+                          "POST /m HTTP/1.1\r\nContent-Length: 2\r\n\r\nok"));
   std::optional<Reply> reply = client.Read(absl::Seconds(1));
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->body, "POST /l hello");
