@@ -30,20 +30,27 @@
 #      level runs --duration seconds, longer at low rates (>= 60 requests, <= 4 x --duration). A level passes as in
 #      sluice-loadtest's --sweep: p99 <= --p99-ms (1000), error rate <= 1 %, delivered >= 90 % of offered.
 #      Reported: the highest passing level's measured audio-seconds/s;
-#   4. peak memory: VmHWM summed over the server's processes (tritonserver + Python backend stub + the callable's
+#   4. closed loop (--concurrency, default 1,4,16,64 calls in flight): --duration measured seconds after
+#      --warmup at each point, audio-seconds/s, req/s and p50/p99; the report adds each Triton server's ratio to
+#      sluice per point (sluice ÷ Triton);
+#   5. peak memory: VmHWM summed over the server's processes (tritonserver + Python backend stub + the callable's
 #      Python process for Triton; shared pages count once per process).
 #   Every level records /proc/loadavg (before, and sampled each second during it: the max 1-min value), the
 #   server's CPU (utime + stime of every process in its session, from /proc), the client's CPU (getrusage), and
-#   the rest of the machine's busy CPU (/proc/stat minus those two), so that a disturbed run can be recognised.
+#   the rest of the machine's busy CPU (/proc/stat minus those two), so that a disturbed run can be recognised:
+#   a measurement whose other load exceeds --max-other-cores (0.25 of a core) is marked '!' in the table, and the
+#   table opens with a NOT QUIET line counting them (its figures are not for publishing; rerun on a quiet machine).
 #
 # Usage: loadtest/bench/peer_bench.sh [--scenarios cpu,sim] [--servers sluice,stock,ragged,padmax] [--repeats N]
 #          [--duration S] [--warmup S] [--cpu-rate R] [--sim-rate R] [--factor F] [--p99-ms MS] [--mix SPEC]
-#          [--lengths SPEC] [--seed N] [--model-dir DIR] [--server PATH] [--loadtest PATH] [--venv DIR] [--out DIR]
+#          [--lengths SPEC] [--seed N] [--concurrency LIST] [--max-other-cores X] [--model-dir DIR]
+#          [--server PATH] [--loadtest PATH] [--venv DIR] [--out DIR]
 #   defaults: both scenarios, all four servers, 3 repeats, 6 s measured after 2 s of warm-up per level,
-#   --cpu-rate 30, --sim-rate 40 (req/s), --factor 1.25, --p99-ms 1000, the mix above, seed 1,
+#   --cpu-rate 30, --sim-rate 40 (req/s), --factor 1.25, --p99-ms 1000, the mix above, seed 1, --concurrency
+#   1,4,16,64 (none: no closed-loop points), --max-other-cores 0.25,
 #   build/models/asr_ctc, $SERVER or build/server/sluice-server, $LOADTEST or build/loadtest/sluice-loadtest,
 #   build-peer/venv (made, and the pinned requirements installed from PyPI, when pytriton is missing), a new
-#   /tmp/sluice-peer.XXXXXX. About 20 minutes with the defaults on a loaded 2-core machine.
+#   /tmp/sluice-peer.XXXXXX. About 30 minutes with the defaults on a 2-core machine.
 # Traffic goes to 127.0.0.1 only; every process started here is stopped on exit. The folder keeps
 # peer_bench.json (sluice-peer-bench/1), table.txt, every sluice-loadtest report, the servers' logs and the Triton
 # callable's per-group execution counts (*.stats.json).
@@ -55,6 +62,7 @@ SERVER=${SERVER:-build/server/sluice-server}
 LOADTEST=${LOADTEST:-build/loadtest/sluice-loadtest}
 SCENARIOS=cpu,sim SERVERS=sluice,stock,ragged,padmax REPEATS=3 DURATION=6 WARMUP=2 CPU_RATE=30 SIM_RATE=40
 FACTOR=1.25 P99_MS=1000 SEED=1 LENGTHS= OUT= MODEL_DIR=build/models/asr_ctc VENV=$ROOT/build-peer/venv
+CONCURRENCY=1,4,16,64 MAX_OTHER=0.25
 MIX=16000:0.70,32000:0.15,64000:0.10,128000:0.03,256000:0.02
 usage() { sed -n '/^# Usage:/,/^#   \/tmp\/sluice-peer/p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 while (($#)); do
@@ -71,6 +79,8 @@ while (($#)); do
     --mix) MIX=$2 ;;
     --lengths) LENGTHS=$2 ;;
     --seed) SEED=$2 ;;
+    --concurrency) CONCURRENCY=$2 ;;
+    --max-other-cores) MAX_OTHER=$2 ;;
     --model-dir) MODEL_DIR=$2 ;;
     --server) SERVER=$2 ;;
     --loadtest) LOADTEST=$2 ;;
@@ -87,8 +97,10 @@ for bin in "$SERVER" "$LOADTEST"; do [[ -x $bin ]] || { echo "missing $bin (--se
 SERVER=$(realpath "$SERVER") LOADTEST=$(realpath "$LOADTEST")
 num='^[0-9]+([.][0-9]+)?$'
 [[ $DURATION =~ $num && $WARMUP =~ $num && $CPU_RATE =~ $num && $SIM_RATE =~ $num && $FACTOR =~ $num &&
-   $P99_MS =~ $num && $REPEATS =~ ^[1-9][0-9]*$ && $SEED =~ ^[0-9]+$ ]] ||
-  { echo "bad --duration, --warmup, --cpu-rate, --sim-rate, --factor, --p99-ms, --repeats or --seed" >&2; exit 2; }
+   $P99_MS =~ $num && $REPEATS =~ ^[1-9][0-9]*$ && $SEED =~ ^[0-9]+$ && $MAX_OTHER =~ $num &&
+   ($CONCURRENCY == none || $CONCURRENCY =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$) ]] ||
+  { echo "bad --duration, --warmup, --cpu-rate, --sim-rate, --factor, --p99-ms, --repeats, --seed," \
+      "--max-other-cores or --concurrency (a list like 1,4,16,64, or none)" >&2; exit 2; }
 $PY -c "import sys; sys.exit(not (float('$FACTOR') > 1.01 and float('$DURATION') >= 2))" ||
   { echo "--factor must be > 1.01 and --duration >= 2" >&2; exit 2; }
 for s in ${SERVERS//,/ }; do
@@ -169,11 +181,13 @@ printf '[%s] peer bench: scenarios %s, servers %s, %s repeats, %s s + %s s per l
 # session; the whole session is killed) on exit, error or signal.
 $PY - "$WORK" "$SERVER" "$LOADTEST" "$VENV/bin/python" "$HERE/peer_triton.py" "$SCENARIOS" "$SERVERS" "$REPEATS" \
   "$DURATION" "$WARMUP" "$CPU_RATE" "$SIM_RATE" "$FACTOR" "$P99_MS" "$SEED" "$LENGTHS" "${MODEL_DIR:-}" "$MIX" \
-  <<'EOF' &
+  "$CONCURRENCY" "$MAX_OTHER" <<'EOF' &
 import json, math, os, re, signal, statistics, subprocess, sys, threading, time
 
 (WORK, SERVER, LOADTEST, VENV_PY, PEER, SCENARIOS, SERVERS, REPEATS, DURATION, WARMUP, CPU_RATE, SIM_RATE, FACTOR,
- P99_MS, SEED, LENGTHS, MODEL_DIR, MIX) = sys.argv[1:]
+ P99_MS, SEED, LENGTHS, MODEL_DIR, MIX, CONCURRENCY, MAX_OTHER) = sys.argv[1:]
+CONCURRENCY = [] if CONCURRENCY == 'none' else [int(c) for c in CONCURRENCY.split(',')]
+MAX_OTHER = float(MAX_OTHER)
 SCENARIOS, SERVERS = SCENARIOS.split(','), SERVERS.split(',')
 REPEATS, DURATION, WARMUP, FACTOR, P99_MS = int(REPEATS), float(DURATION), float(WARMUP), float(FACTOR), float(P99_MS)
 EQUAL = {'cpu': float(CPU_RATE), 'sim': float(SIM_RATE)}
@@ -299,16 +313,8 @@ class Server:
         return hwm, procs
 
 
-def run_level(server, scenario, rate, tag):
-    """One open-loop level as a one-level sluice-loadtest sweep (its pass rule); returns the figures."""
-    json_path = f'{WORK}/{tag}.json'
-    # at least ~60 measured requests at low rates (the delivered >= 90 % rule is noise below that), <= 4 x duration
-    duration = round(max(DURATION, min(4 * DURATION, 60 / rate)), 1)
-    cmd = [LOADTEST, '--no-progress', '--seed', SEED, '-u', server.grpc, '--metrics-url', 'none',
-           '-m', MODEL[scenario], '--model-repository', f'{WORK}/repo_{scenario}', '--lengths', LENGTHS,
-           '--sweep', 'rate', '--sweep-levels', f'{rate:.6g}', '-d', f'{duration:g}', '--warmup', f'{WARMUP:g}',
-           '--timeout-ms', '10000', '--slo', f'{WORK}/slo.yaml',
-           '--max-duration', f'{WARMUP + duration + 60:g}', '--json', json_path]
+def measure(server, cmd, tag):
+    """Runs one sluice-loadtest (cmd) against the server; returns what the machine did meanwhile."""
     la_before = loadavg()
     cpu0, _, _ = server_sample(server.proc.pid)
     busy0, steal0 = machine_busy()
@@ -330,13 +336,31 @@ def run_level(server, scenario, rate, tag):
     cpu1, _, _ = server_sample(server.proc.pid)
     busy1, steal1 = machine_busy()
     client_cpu = usage.ru_utime + usage.ru_stime
-    res = {'tag': tag, 'rate': rate, 'duration_s': duration, 'rc': lt.returncode, 'wall_s': round(wall, 2),
+    other = max(0.0, busy1 - busy0 - (cpu1 - cpu0) - client_cpu) / wall
+    return {'tag': tag, 'rc': lt.returncode, 'wall_s': round(wall, 2),
            'server_cpu_s': round(cpu1 - cpu0, 2), 'server_cores': round((cpu1 - cpu0) / wall, 3),
            'client_cpu_s': round(client_cpu, 2),
-           'other_cores': round(max(0.0, busy1 - busy0 - (cpu1 - cpu0) - client_cpu) / wall, 3),
+           'other_cores': round(other, 3), 'disturbed': other > MAX_OTHER,
            'steal_cores': round((steal1 - steal0) / wall, 3),
            'loadavg_before': la_before, 'loadavg_max': max(samples + [la_before[0]]),
            'loadavg_mean': round(statistics.mean(samples), 2) if samples else la_before[0]}
+
+
+def base_command(server, scenario, json_path, duration):
+    return [LOADTEST, '--no-progress', '--seed', SEED, '-u', server.grpc, '--metrics-url', 'none',
+            '-m', MODEL[scenario], '--model-repository', f'{WORK}/repo_{scenario}', '--lengths', LENGTHS,
+            '-d', f'{duration:g}', '--warmup', f'{WARMUP:g}', '--timeout-ms', '10000',
+            '--max-duration', f'{WARMUP + duration + 60:g}', '--json', json_path]
+
+
+def run_level(server, scenario, rate, tag):
+    """One open-loop level as a one-level sluice-loadtest sweep (its pass rule); returns the figures."""
+    json_path = f'{WORK}/{tag}.json'
+    # at least ~60 measured requests at low rates (the delivered >= 90 % rule is noise below that), <= 4 x duration
+    duration = round(max(DURATION, min(4 * DURATION, 60 / rate)), 1)
+    cmd = base_command(server, scenario, json_path, duration) + [
+        '--sweep', 'rate', '--sweep-levels', f'{rate:.6g}', '--slo', f'{WORK}/slo.yaml']
+    res = {'rate': rate, 'duration_s': duration, **measure(server, cmd, tag)}
     try:
         with open(json_path) as f:
             step = json.load(f)['sweep']['steps'][0]
@@ -352,6 +376,25 @@ def run_level(server, scenario, rate, tag):
         f"{res.get('audio_s_per_s', 0):.1f} audio-s/s, p50/p95/p99 {res.get('p50_ms', 0):.0f}/"
         f"{res.get('p95_ms', 0):.0f}/{res.get('p99_ms', 0):.0f} ms, err {res.get('error_rate', 1):.3f}: {v}; "
         f"server {res['server_cores']:.2f} cores, other {res['other_cores']:.2f}; loadavg max {res['loadavg_max']:.2f}")
+    return res
+
+
+def run_closed(server, scenario, concurrency, tag):
+    """One closed-loop point: `concurrency` calls in flight for --duration seconds after --warmup."""
+    json_path = f'{WORK}/{tag}.json'
+    cmd = base_command(server, scenario, json_path, DURATION) + ['-c', str(concurrency)]
+    res = {'concurrency': concurrency, **measure(server, cmd, tag)}
+    try:
+        with open(json_path) as f:
+            r = json.load(f)['results']
+        lat = r['latency_ms']
+        res.update({'req_per_s': r['req_per_s'], 'audio_s_per_s': r['audio_s_per_s'], 'error_rate': r['error_rate'],
+                    'p50_ms': lat['p50'], 'p99_ms': lat['p99']})
+    except (OSError, KeyError, ValueError) as e:
+        res['error'] = f'no report ({e}); see {WORK}/{tag}.txt'
+    log(f"  {tag}: -c {concurrency}: {res.get('req_per_s', 0):.1f} req/s, {res.get('audio_s_per_s', 0):.1f} audio-s/s, "
+        f"p50/p99 {res.get('p50_ms', 0):.0f}/{res.get('p99_ms', 0):.0f} ms, err {res.get('error_rate', 1):.3f}; "
+        f"other {res['other_cores']:.2f} cores")
     return res
 
 
@@ -410,13 +453,14 @@ try:
                 best, levels = search(server, scenario, tag, equal, round(statistics.median(prev)) if prev else None)
                 if best is not None:
                     hints.setdefault((scenario, kind), []).append(best)
+                closed = [run_closed(server, scenario, c, f'{tag}.c{c}') for c in CONCURRENCY]
                 hwm, procs = server.stop()
                 best_r = next((r for r in levels if best is not None and
                                abs(r['rate'] - EQUAL[scenario] * FACTOR ** best) < 1e-9), None)
                 runs.append({'scenario': scenario, 'server': kind, 'repeat': rep, 'startup_s': round(server.startup_s, 3),
                              'startup_loadavg': server.loadavg_before, 'startup_cpu_s': round(server.cpu_ready, 2),
                              'peak_mib': round(hwm / 1024, 1), 'processes': procs, 'equal': equal,
-                             'best_k': best, 'best': best_r, 'levels': levels})
+                             'best_k': best, 'best': best_r, 'levels': levels, 'closed': closed})
                 log(f"  {tag}: best {'%.1f audio-s/s at %.1f req/s' % (best_r['audio_s_per_s'], best_r['rate']) if best_r else 'none'}"
                     f"; peak memory {hwm / 1024:.0f} MiB")
                 with open(f'{WORK}/runs.json', 'w') as f:
@@ -434,11 +478,16 @@ def med(xs, fmt='{:.0f}'):
 
 doc = {'schema': 'sluice-peer-bench/1', 'duration_s': DURATION, 'warmup_s': WARMUP, 'repeats': REPEATS,
        'factor': FACTOR, 'p99_ms': P99_MS, 'seed': int(SEED), 'lengths': LENGTHS, 'mix': MIX,
-       'equal_rate': EQUAL, 'nproc': os.cpu_count(), 'runs': runs}
+       'equal_rate': EQUAL, 'concurrency': CONCURRENCY, 'max_other_cores': MAX_OTHER, 'nproc': os.cpu_count(),
+       'runs': runs}
 with open(f'{WORK}/peer_bench.json', 'w') as f:
     json.dump(doc, f, indent=1)
 NAMES = {'sluice': 'sluice', 'stock': 'Triton stock', 'ragged': 'Triton ragged', 'padmax': 'Triton pad-to-max'}
-lines = []
+measurements = [m for r in runs for m in r['levels'] + r['closed']]
+disturbed = sum(1 for m in measurements if m['disturbed'])
+lines = [f"NOT QUIET: {disturbed} of {len(measurements)} measurements ran while other processes held more than "
+         f"{MAX_OTHER:g} of a core ('!' below); do not publish these figures, rerun on a quiet machine" if disturbed
+         else f"quiet: every measurement ran with other processes under {MAX_OTHER:g} of a core"]
 for scenario in SCENARIOS:
     E = EQUAL[scenario]
     lines += [f"\n{scenario}: {'asr_ctc CPU graphs' if scenario == 'cpu' else 'sim cost 4 ms + 0.1 us x B x L'}; "
@@ -463,10 +512,35 @@ for scenario in SCENARIOS:
             f"{med([e.get('p99_ms') for e in eq])} | {med([e['server_cores'] for e in eq], '{:.2f}')} | "
             f"{med([r['peak_mib'] for r in rs])} | {med([r['startup_s'] for r in rs], '{:.1f}')} | "
             f"{med(lavg, '{:.1f}')} | {med(other, '{:.2f}')} |")
+    if CONCURRENCY:
+        lines += [f'\nclosed loop, {scenario}: audio-s/s median (min–max) [p99 ms median] per calls in flight',
+                  '| server | ' + ' | '.join(f'c={c}' for c in CONCURRENCY) + ' |', '|' + ' --- |' * (1 + len(CONCURRENCY))]
+        point = {}  # (server, c) -> that point's runs
+        for r in runs:
+            if r['scenario'] == scenario:
+                for m in r['closed']:
+                    point.setdefault((r['server'], m['concurrency']), []).append(m)
+        for kind in SERVERS:
+            cells = []
+            for c in CONCURRENCY:
+                ms = point.get((kind, c), [])
+                mark = '!' if any(m['disturbed'] for m in ms) else ''
+                cells.append(f"{med([m.get('audio_s_per_s') for m in ms])}{mark} [{med([m.get('p99_ms') for m in ms])}]")
+            lines.append(f'| {NAMES[kind]} | ' + ' | '.join(cells) + ' |')
+        if 'sluice' in SERVERS:
+            for kind in [k for k in SERVERS if k != 'sluice']:
+                ratios = []
+                for c in CONCURRENCY:
+                    ours = [m.get('audio_s_per_s') for m in point.get(('sluice', c), []) if m.get('audio_s_per_s')]
+                    theirs = [m.get('audio_s_per_s') for m in point.get((kind, c), []) if m.get('audio_s_per_s')]
+                    ratios.append(f'{statistics.median(ours) / statistics.median(theirs):.2f}x'
+                                  if ours and theirs else '-')
+                lines.append(f'| sluice ÷ {NAMES[kind]} | ' + ' | '.join(ratios) + ' |')
     lines.append('\nper run (every level: offered -> delivered req/s, audio-s/s, p99 ms, PASS/FAIL, loadavg max):')
     for r in [r for r in runs if r['scenario'] == scenario]:
         lv = '; '.join(f"{l['rate']:.1f}->{l.get('req_per_s', 0):.1f} {l.get('audio_s_per_s', 0):.0f} "
                        f"p99 {l.get('p99_ms', 0):.0f} {'P' if l['pass'] else 'F'} la {l['loadavg_max']:.1f}"
+                       f"{'!' if l['disturbed'] else ''}"
                        for l in r['levels'])
         lines.append(f"  {r['server']:7s} r{r['repeat']}: start-up {r['startup_s']:.1f} s (la {r['startup_loadavg'][0]:.1f}),"
                      f" {r['peak_mib']:.0f} MiB; {lv}")
