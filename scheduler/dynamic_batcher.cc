@@ -225,32 +225,39 @@ class DynamicBatcher final : public Scheduler {
   // under `batch_size_policy: largest`.
   int EfficientBatchSizeLocked(size_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (largest_batches_) return table_.max_batch_size();
+    // Called for every due bucket on every decision (Enqueue included): two passes, no allocation.
     const auto& sizes = table_.batch_sizes();
+    const std::vector<absl::Duration>& batch_times = estimates_[bucket];
     double best = 0;
-    std::vector<double> rows_per_second(sizes.size());
     for (size_t k = 0; k < sizes.size(); ++k) {
-      const double seconds = absl::ToDoubleSeconds(estimates_[bucket][k]);
-      if (seconds <= 0) return table_.max_batch_size();
-      rows_per_second[k] = sizes[k] / seconds;
-      best = std::max(best, rows_per_second[k]);
+      if (batch_times[k] <= absl::ZeroDuration()) return table_.max_batch_size();
+      best = std::max(best, sizes[k] / absl::ToDoubleSeconds(batch_times[k]));
     }
     for (size_t k = sizes.size(); k-- > 0;) {
-      if (rows_per_second[k] >= 0.95 * best) return sizes[k];
+      if (sizes[k] / absl::ToDoubleSeconds(batch_times[k]) >= 0.95 * best) return sizes[k];
     }
     return table_.max_batch_size();
   }
 
-  absl::Time ReadyTimeLocked(size_t bucket, size_t skip) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // When the bucket's next batch (skipping its first `skip` requests) must start: its oldest has waited max_wait
+  // (max_queue_delay unless told), or a request's deadline less the batch's estimated compute.
+  absl::Time ReadyTimeLocked(size_t bucket, size_t skip, std::optional<absl::Duration> max_wait = std::nullopt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const BucketQueue& queue = queues_[bucket];
     const int n = static_cast<int>(std::min<size_t>(queue.size() - skip, EfficientBatchSizeLocked(bucket)));
-    return queue.ReadyTime(skip, max_delay_, EstimateLocked(bucket, table_.BatchSizeFor(std::max(n, 1))));
+    return queue.ReadyTime(skip, max_wait.value_or(max_delay_),
+                           EstimateLocked(bucket, table_.BatchSizeFor(std::max(n, 1))));
+  }
+
+  // Whether the bucket holds a whole batch (of its efficient size).
+  bool IsWholeLocked(size_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(queues_[bucket].size()) >= EfficientBatchSizeLocked(bucket);
   }
 
   bool IsDueLocked(size_t bucket, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const BucketQueue& queue = queues_[bucket];
     if (queue.empty()) return false;
-    return stopping_ || static_cast<int>(queue.size()) >= EfficientBatchSizeLocked(bucket) ||
-           ReadyTimeLocked(bucket, 0) <= now;
+    return stopping_ || IsWholeLocked(bucket) || ReadyTimeLocked(bucket, 0) <= now;
   }
 
   // Whether bucket a's first request goes before bucket b's: highest priority level, then oldest.
@@ -258,10 +265,6 @@ class DynamicBatcher final : public Scheduler {
     const QueuedRequest& x = queues_[a].Head();
     const QueuedRequest& y = queues_[b].Head();
     return std::tie(x.level, x.enqueued, x.id) < std::tie(y.level, y.enqueued, y.id);
-  }
-
-  bool IsWholeLocked(size_t bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return static_cast<int>(queues_[bucket].size()) >= EfficientBatchSizeLocked(bucket);
   }
 
   // The due bucket whose first request goes first — unless that batch is partial and may wait to fill
@@ -287,9 +290,7 @@ class DynamicBatcher final : public Scheduler {
   // compute). Passing it over never idles an instance: other runs instead.
   bool MayWaitToFillLocked(size_t partial, size_t other, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (fill_wait_ <= absl::ZeroDuration() || stopping_) return false;
-    const int n = static_cast<int>(std::min<size_t>(queues_[partial].size(), EfficientBatchSizeLocked(partial)));
-    const absl::Time must_start =
-        queues_[partial].ReadyTime(0, max_delay_ + fill_wait_, EstimateLocked(partial, table_.BatchSizeFor(n)));
+    const absl::Time must_start = ReadyTimeLocked(partial, 0, max_delay_ + fill_wait_);
     return must_start >= NextStartLocked(now) + EstimateLocked(other, EfficientBatchSizeLocked(other));
   }
 
@@ -300,11 +301,11 @@ class DynamicBatcher final : public Scheduler {
     absl::Time earliest = absl::InfiniteFuture();
     for (const SlotWork& work : slot_work_) {
       if (work.out_of_rotation) continue;
-      const FormedBatch* running = work.executing;
-      earliest = std::min(earliest, running == nullptr ? now  // assembling or answering: about to be free
-                                                       : std::max(now, work.executing_since +
-                                                                           EstimateLocked(running->bucket,
-                                                                                          running->batch_size)));
+      absl::Time free_at = now;  // not executing: assembling or answering, about to be free
+      if (const FormedBatch* running = work.executing) {
+        free_at = std::max(now, work.executing_since + EstimateLocked(running->bucket, running->batch_size));
+      }
+      earliest = std::min(earliest, free_at);
     }
     absl::Duration ahead;
     for (const FormedBatch& batch : prepared_) ahead += EstimateLocked(batch.bucket, batch.batch_size);
@@ -479,12 +480,7 @@ class DynamicBatcher final : public Scheduler {
       if (work.to_finish.empty() && prepared_.empty() && queued_ == 0) {
         // Nothing for this instance to run next: answering here costs the device nothing and saves the hop to
         // the finishing thread (the instance stays busy meanwhile; a request arriving now waits for it).
-        const int64_t rows = static_cast<int64_t>(done.batch.requests.size());
-        mu_.Unlock();
-        Answer(slot, done);
-        mu_.Lock();
-        in_flight_ -= rows;
-        idle_cv_.SignalAll();
+        AnswerLocked(slot, done);
       } else {
         work.to_finish.push_back(std::move(done));
         slot.finish_cv.Signal();
@@ -534,12 +530,17 @@ class DynamicBatcher final : public Scheduler {
       if (work.to_finish.empty()) return;
       ExecutedBatch done = std::move(work.to_finish.front());
       work.to_finish.erase(work.to_finish.begin());
-      mu_.Unlock();
-      Answer(slot, done);
-      mu_.Lock();
-      in_flight_ -= static_cast<int64_t>(done.batch.requests.size());
-      idle_cv_.SignalAll();
+      AnswerLocked(slot, done);
     }
+  }
+
+  // Answers an executed batch with mu_ released meanwhile, then counts its requests out of in_flight_.
+  void AnswerLocked(const InstanceSlot& slot, ExecutedBatch& done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    mu_.Unlock();
+    Answer(slot, done);
+    mu_.Lock();
+    in_flight_ -= static_cast<int64_t>(done.batch.requests.size());
+    idle_cv_.SignalAll();
   }
 
   // Reports the batch and answers its requests. No lock is held here.
