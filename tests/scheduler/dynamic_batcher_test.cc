@@ -51,6 +51,19 @@ class DynamicBatcherTest : public ::testing::Test {
     EXPECT_TRUE(Eventually([&] { return backend().executed_count() == before + 1; }));
     return blocker;
   }
+  // The fill rule's scene: behind a busy (held) instance, a partial batch (one request of length 150, bucket 200,
+  // with `deadline`), then after `wait` a whole batch of bucket 100. Returns the partial request's answer; the
+  // instance stays held.
+  std::shared_ptr<PendingAnswer> PartialThenWholeBehindABusyInstance(absl::Duration wait,
+                                                                     absl::Time deadline = absl::InfiniteFuture()) {
+    OccupyInstance();
+    auto partial = Submit(*scheduler_, 150, deadline);
+    clock_.Advance(wait);
+    LetThreadsRun();
+    for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
+    LetThreadsRun();
+    return partial;
+  }
 
   ModelConfig model_ = testing::SmallSimModel();
   FakeClock clock_;
@@ -353,12 +366,7 @@ TEST_F(DynamicBatcherTest, WithAFillWaitAPartialBatchYieldsToAWholeOneAndFillsMe
 
 TEST_F(DynamicBatcherTest, WithoutAFillWaitTheOlderPartialBatchGoesFirst) {
   Start();
-  OccupyInstance();
-  auto partial = Submit(*scheduler_, 150);
-  clock_.Advance(absl::Milliseconds(20));
-  LetThreadsRun();
-  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
-  LetThreadsRun();
+  auto partial = PartialThenWholeBehindABusyInstance(absl::Milliseconds(20));
   backend().Release();
   ASSERT_TRUE(WaitDone(partial));
   ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 3u; }));
@@ -369,12 +377,8 @@ TEST_F(DynamicBatcherTest, WithoutAFillWaitTheOlderPartialBatchGoesFirst) {
 TEST_F(DynamicBatcherTest, AFillWaitNeverOutlastsMaxDelayPlusTheWait) {
   model_.batching.max_fill_wait_ms = 30;
   Start();
-  OccupyInstance();
-  auto overdue = Submit(*scheduler_, 150);
-  clock_.Advance(absl::Milliseconds(41));  // past max_queue_delay + max_fill_wait (10 + 30 ms)
-  LetThreadsRun();
-  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
-  LetThreadsRun();
+  // past max_queue_delay + max_fill_wait (10 + 30 ms)
+  auto overdue = PartialThenWholeBehindABusyInstance(absl::Milliseconds(41));
   backend().Release();
   ASSERT_TRUE(WaitDone(overdue));
   ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 3u; }));
@@ -386,21 +390,21 @@ TEST_F(DynamicBatcherTest, AFillWaitNeverRisksADeadlineCountingTheBatchStillRunn
   model_.batching.max_fill_wait_ms = 30;
   Start();
   backend().SetComputeForBatchSize(4, absl::Milliseconds(20));  // batch 1: 5 ms
-  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);  // measure every size used below
-  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 400);
+  // Measure every size used below, one batch at a time: a clock advance while a batch runs would count in its
+  // measured time (and the rule under test reads these estimates).
+  for (int64_t length : {50, 400}) {
+    std::vector<std::shared_ptr<PendingAnswer>> whole;
+    for (int i = 0; i < 4; ++i) whole.push_back(Submit(*scheduler_, length));
+    for (auto& a : whole) ASSERT_TRUE(WaitDone(a));
+  }
   auto measure = Submit(*scheduler_, 150);
   clock_.Advance(absl::Milliseconds(10));
   ASSERT_TRUE(WaitDone(measure));
   ASSERT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
 
-  OccupyInstance();  // should end 20 ms from now
-  const absl::Time start = clock_.Now();
-  auto urgent = Submit(*scheduler_, 150, start + absl::Milliseconds(40));  // must start by 35 ms (5 ms compute)
-  clock_.Advance(absl::Milliseconds(10));  // due
-  LetThreadsRun();
-  // Behind a whole batch (20 ms) that can start only at 20 ms, urgent would start at 40 ms: too late.
-  for (int i = 0; i < 4; ++i) Submit(*scheduler_, 50);
-  LetThreadsRun();
+  // The occupying batch should end 20 ms from now; urgent must start by 35 ms (5 ms compute), is due at 10 ms.
+  // Behind the whole batch (20 ms) that can start only at 20 ms, urgent would start at 40 ms: too late.
+  auto urgent = PartialThenWholeBehindABusyInstance(absl::Milliseconds(10), clock_.Now() + absl::Milliseconds(40));
   backend().Release();
   ASSERT_TRUE(WaitDone(urgent));
   EXPECT_TRUE(urgent->response.status.ok()) << urgent->response.status;
