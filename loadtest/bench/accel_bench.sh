@@ -105,8 +105,12 @@ trap 'exit 130' INT TERM  # a signal exits through bench_lib's EXIT trap
 
 printf '%s\n' "$LENGTHS_TEXT" > "$WORK/lengths.txt"
 
-# write_repository NAME BATCH_SIZES [FILL_WAIT_MS]: the one-model repository $WORK/NAME/speech_sim.
-write_repository() {
+# add_config NAME BATCH_SIZES [FILL_WAIT_MS]: a configuration to run, its one-model repository
+# $WORK/NAME/speech_sim, and its entry in CONFIGS and in params.json's configs (CONFIGS_JSON).
+CONFIGS=() CONFIGS_JSON=
+add_config() {
+  CONFIGS+=("$1")
+  CONFIGS_JSON+="${CONFIGS_JSON:+, }\"$1\": [$2]"
   mkdir -p "$WORK/$1/speech_sim"
   cat > "$WORK/$1/speech_sim/config.yaml" <<EOF
 name: speech_sim
@@ -121,13 +125,9 @@ instances: [{count: 1, device: sim}]
 sim: {base_ms: $BASE_MS, per_sample_us: $PER_SAMPLE_US, output_steps_per_input_step: 0.01}
 EOF
 }
-write_repository batched "1, 2, 4, 8"
-write_repository b1 "1"
-CONFIGS=(batched b1) CONFIGS_JSON='"batched": [1, 2, 4, 8], "b1": [1]'
-if ((FILL_WAIT > 0)); then
-  write_repository filled "1, 2, 4, 8" "$FILL_WAIT"
-  CONFIGS+=(filled) CONFIGS_JSON+=', "filled": [1, 2, 4, 8]'
-fi
+add_config batched "1, 2, 4, 8"
+add_config b1 "1"
+((FILL_WAIT == 0)) || add_config filled "1, 2, 4, 8" "$FILL_WAIT"
 
 # snapshot TAG SERVER_PID LOADTEST_PID: the server's /metrics, both processes' /proc/PID/stat, /proc/loadavg,
 # the machine's CPU line of /proc/stat and the time, into $WORK/TAG.*.

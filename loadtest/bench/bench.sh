@@ -48,9 +48,7 @@ step "2/5 scheduler overhead and batching capture: sluice-bench-scheduler"
 step "3/5 asr_ctc through sluice-server: padding plan, saturation (closed loop, -c $CONCURRENCY), 70 % (open loop)"
 mkdir -p "$WORK/asr/models"
 ln -s "$MODELS/asr_ctc" "$WORK/asr/models/asr_ctc"
-printf 'grpc: {address: 127.0.0.1:0}\nhttp: {address: 127.0.0.1:0}\nmodel_repository: %s\nlog_level: warn\n' \
-  "$WORK/asr/models" > "$WORK/asr/server.yaml"
-start_server asr_server "$SERVER" --config "$WORK/asr/server.yaml"
+start_repository_server "$SERVER" "$WORK/asr/models" asr_server
 TARGET=(-u "$GRPC" --metrics-url "http://$HTTP/metrics" -m asr_ctc --model-repository "$MODELS")
 loadtest "${TARGET[@]}" --dry-run -n 2000 --json "$WORK/plan.json" > "$WORK/plan.txt"
 loadtest "${TARGET[@]}" -c "$CONCURRENCY" -d "$SECONDS_RUN" --warmup 5 --json "$WORK/saturated.json" \
@@ -63,24 +61,10 @@ scrape "$WORK/after_70.prom"
 stop_server
 
 step "4/5 transport: sluice-server (sim, zero cost) vs sluice-echo-server, same client and requests"
-mkdir -p "$WORK/transport/echo"
-cat > "$WORK/transport/echo/config.yaml" <<'EOF'
-name: echo
-kind: generic
-inputs:
-  - {name: input, dtype: FP32, shape: [-1]}
-outputs:
-  - {name: output, dtype: FP32, shape: [-1]}
-buckets: {lengths: [1024], batch_sizes: [1, 2, 4, 8]}
-batching: {max_queue_delay_ms: 0, max_queue_size: 1024}
-instances: [{count: 1, device: sim}]
-sim: {base_ms: 0, per_sample_us: 0, output_steps_per_input_step: 1}
-EOF
-printf 'grpc: {address: 127.0.0.1:0}\nhttp: {address: 127.0.0.1:0}\nmodel_repository: %s\nlog_level: warn\n' \
-  "$WORK/transport" > "$WORK/transport/server.yaml"
+write_echo_repository "$WORK/transport"
 start_server echo_server "$ECHO" --model "$WORK/transport/echo"
 ECHO_GRPC=$GRPC
-start_server sim_server "$SERVER" --config "$WORK/transport/server.yaml"
+start_repository_server "$SERVER" "$WORK/transport" sim_server
 SIM_GRPC=$GRPC SIM_HTTP=$HTTP
 for c in 1 8; do  # alternating, so that a slow moment of the machine hits both
   loadtest -u "$ECHO_GRPC" --metrics-url none -m echo --lengths fixed:1024 -c $c -d "$SECONDS_TRANSPORT" --warmup 1 \

@@ -45,30 +45,16 @@ done
 if [[ -n $OUT ]]; then mkdir -p "$OUT"; WORK=$(realpath "$OUT"); else WORK=$(mktemp -d /tmp/sluice-transport.XXXXXX); fi
 . "$HERE/bench_lib.sh"  # step, start_server, stop_server; kills what it started on exit
 
-mkdir -p "$WORK/repo/echo"
-cat > "$WORK/repo/echo/config.yaml" <<'EOF'
-name: echo
-kind: generic
-inputs:
-  - {name: input, dtype: FP32, shape: [-1]}
-outputs:
-  - {name: output, dtype: FP32, shape: [-1]}
-buckets: {lengths: [1024], batch_sizes: [1, 2, 4, 8]}
-batching: {max_queue_delay_ms: 0, max_queue_size: 1024}
-instances: [{count: 1, device: sim}]
-sim: {base_ms: 0, per_sample_us: 0, output_steps_per_input_step: 1}
-EOF
-printf 'grpc: {address: 127.0.0.1:0}\nhttp: {address: 127.0.0.1:0}\nmodel_repository: %s\nlog_level: warn\n' \
-  "$WORK/repo" > "$WORK/server.yaml"
+write_echo_repository "$WORK/repo"
 
 step "transport bench: $SERVER${BASELINE:+ (baseline $BASELINE)} vs $ECHO; -c $CONCURRENCY, $REPEATS repeats," \
   "${DURATION} s each; folder $WORK"
 start_server echo "$ECHO" --model "$WORK/repo/echo"
 ECHO_GRPC=$GRPC
-start_server sluice "$SERVER" --config "$WORK/server.yaml"
+start_repository_server "$SERVER" "$WORK/repo" sluice
 SLUICE_GRPC=$GRPC SLUICE_HTTP=$HTTP
 if [[ -n $BASELINE ]]; then
-  start_server baseline "$BASELINE" --config "$WORK/server.yaml"
+  start_repository_server "$BASELINE" "$WORK/repo" baseline
   BASE_GRPC=$GRPC BASE_HTTP=$HTTP
 fi
 
