@@ -26,8 +26,8 @@ void ConfigureRequestParser(int64_t max_header_bytes, int64_t max_body_bytes, Re
 std::string_view TrimFieldValue(boost::beast::string_view value);
 
 // The Content-Length a head declared: a decimal integer, or a list of identical ones ("8, 8", which Beast frames
-// the body by). Not parser.content_length(): that
-// requires a complete head, and an over-limit Content-Length is refused while the head is being finished.
+// the body by). Not parser.content_length(): that requires a complete head, and an over-limit Content-Length is
+// refused while the head is being finished.
 std::optional<uint64_t> DeclaredContentLength(const RequestParser& parser);
 
 // The status line and fields of a response, through the blank line. content_length nullopt: the body is chunked
