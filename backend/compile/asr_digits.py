@@ -62,14 +62,18 @@ def build_untrained() -> AsrDigits:
 
 def build(path: str = WEIGHTS) -> AsrDigits:
     """The trained model from the committed weights file (fails loudly if it is missing or mismatched)."""
+    return load_trained(build_untrained(), path, "asr_digits", ARCH, "asr_digits.py")
+
+
+def load_trained(model: nn.Module, path: str, name: str, arch: dict, source: str) -> nn.Module:
+    """`model` (untrained, of `arch`) with the weights a training run saved to `path` (asr_digits_train.py)."""
     if not os.path.exists(path):
-        raise FileNotFoundError(f"asr_digits: weights file {path} is missing; it is committed with the "
-                                "repository (re-create it with backend/compile/asr_digits_train.py)")
+        raise FileNotFoundError(f"{name}: weights file {path} is missing; it is committed with the "
+                                f"repository (re-create it with backend/compile/asr_digits_train.py --model {name})")
     saved = torch.load(path, map_location="cpu")
-    if saved["arch"] != ARCH or saved["vocab"] != VOCAB:
-        raise ValueError(f"asr_digits: {path} was trained with arch {saved['arch']} / its own vocabulary, "
-                         f"but asr_digits.py declares {ARCH}; retrain or fix ARCH")
-    model = build_untrained()
+    if saved["arch"] != arch or saved["vocab"] != VOCAB:
+        raise ValueError(f"{name}: {path} was trained with arch {saved['arch']} / its own vocabulary, "
+                         f"but {source} declares {arch}; retrain or fix ARCH")
     # Stored as fp16 to halve the file; the buffers (DFT basis, mel filters) are rebuilt, not stored.
     state = {k: v.float() for k, v in saved["state_dict"].items()}
     state.update({k: v for k, v in model.state_dict().items() if k.startswith("front_end.")})

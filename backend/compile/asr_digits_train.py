@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Trains `asr_digits` (asr_digits.py) on synthetic espeak-ng speech and writes weights/asr_digits.pt and
-weights/asr_digits_train_log.json. Run by hand; the build only loads the committed weights.
+"""Trains `asr_digits` (asr_digits.py) or its cache-aware streaming twin `asr_digits_stream`
+(asr_digits_stream.py) on synthetic espeak-ng speech and writes weights/<model>.pt and
+weights/<model>_train_log.json. Run by hand; the build only loads the committed weights.
 
-  /usr/bin/python3 backend/compile/asr_digits_train.py [--threads 1] [--utterances 7000] [--epochs 9]
+  /usr/bin/python3 backend/compile/asr_digits_train.py [--model asr_digits] [--threads 1] [--utterances 7000] \
+      [--epochs 9]
 
 Everything is fixed by the arguments' defaults and --seed: the corpus (asr_digits_corpus.py: transcripts,
 voices, variants, rates, pitch, amplitude, word gaps, sox resampling/band-pass, noise), the initial weights,
@@ -32,6 +34,12 @@ import torch.nn.functional as F  # noqa: E402
 
 import asr_digits  # noqa: E402
 import asr_digits_corpus as corpus  # noqa: E402
+import asr_digits_stream  # noqa: E402
+
+# The models this recipe trains: each module has ARCH, VOCAB, build_untrained(), build(path), decode_greedy().
+# Both have front_end(audio, lengths) -> (features, feature lengths) and encode(features, lengths), forward()
+# being exactly the two, so features are computed once.
+MODELS = {"asr_digits": asr_digits, "asr_digits_stream": asr_digits_stream}
 
 
 def synthesize_all(utts, workers):
@@ -95,7 +103,7 @@ def spec_augment(feats, lengths, gen):
     return feats
 
 
-def evaluate(model, feats, texts, batch=32):
+def evaluate(model, feats, texts, decode_greedy, batch=32):
     errors = words = 0
     model.eval()
     with torch.no_grad():
@@ -103,7 +111,7 @@ def evaluate(model, feats, texts, batch=32):
             x, lengths = pad_feats(feats[i:i + batch])
             log_probs, out_lengths = model.encode(x, lengths)
             for j, ref in enumerate(texts[i:i + batch]):
-                hyp = asr_digits.decode_greedy(log_probs[j, :out_lengths[j]])
+                hyp = decode_greedy(log_probs[j, :out_lengths[j]])
                 errors += corpus.word_errors(ref.split(), hyp.split())
                 words += len(ref.split())
     model.train()
@@ -126,6 +134,7 @@ def tool_version(cmd):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=sorted(MODELS), default="asr_digits")
     p.add_argument("--out-dir", default=os.path.join(here, "weights"))
     p.add_argument("--seed", type=int, default=20261201)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 beat 2 on a busy 2-core box)")
@@ -137,6 +146,7 @@ def main():
     p.add_argument("--warmup-steps", type=int, default=300)
     p.add_argument("--max-frames", type=int, default=2400, help="padded log-mel frames per batch")
     args = p.parse_args()
+    module = MODELS[args.model]
 
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
@@ -156,7 +166,7 @@ def main():
     print(f"synthesized {len(train_audio)} train + {len(dev_audio)} dev utterances "
           f"({audio_hours:.2f} h train audio) in {synth_s:.0f} s", flush=True)
 
-    model = asr_digits.build_untrained()
+    model = module.build_untrained()
     t0 = time.monotonic()
     train_feats = features(model, train_audio)
     dev_feats = features(model, dev_audio)
@@ -191,23 +201,23 @@ def main():
             opt.step()
             sched.step()
             loss_sum, n = loss_sum + float(loss), n + 1
-        dev_wer = evaluate(model, dev_feats, [u.text for u in dev_utts])
+        dev_wer = evaluate(model, dev_feats, [u.text for u in dev_utts], module.decode_greedy)
         history.append({"epoch": epoch + 1, "train_ctc_loss": round(loss_sum / n, 4),
                         "dev_wer_heldout_voices": round(dev_wer, 4), "seconds": round(time.monotonic() - t0, 1)})
         print(json.dumps(history[-1]), flush=True)
     train_s = time.monotonic() - t_train
-    train_wer = evaluate(model, train_feats[:500], [u.text for u in train_utts[:500]])
+    train_wer = evaluate(model, train_feats[:500], [u.text for u in train_utts[:500]], module.decode_greedy)
 
     os.makedirs(args.out_dir, exist_ok=True)
     state = {k: v.half() for k, v in model.state_dict().items() if not k.startswith("front_end.")}
-    weights = os.path.join(args.out_dir, "asr_digits.pt")
-    torch.save({"arch": asr_digits.ARCH, "vocab": asr_digits.VOCAB, "state_dict": state}, weights)
+    weights = os.path.join(args.out_dir, f"{args.model}.pt")
+    torch.save({"arch": module.ARCH, "vocab": module.VOCAB, "state_dict": state}, weights)
     # The shipped model is the fp16-rounded one: report the dev WER of exactly that.
-    shipped_dev_wer = evaluate(asr_digits.build(weights), dev_feats, [u.text for u in dev_utts])
+    shipped_dev_wer = evaluate(module.build(weights), dev_feats, [u.text for u in dev_utts], module.decode_greedy)
     log = {
         "command": " ".join(["asr_digits_train.py"] + sys.argv[1:]),
         "settings": vars(args) | {"out_dir": os.path.relpath(args.out_dir, os.path.join(here, "..", "..")),
-                                  "arch": asr_digits.ARCH, "optimizer": "AdamW betas (0.9, 0.98) wd 1e-3, "
+                                  "arch": module.ARCH, "optimizer": "AdamW betas (0.9, 0.98) wd 1e-3, "
                                   "linear warmup then cosine to 0, grad clip 5",
                                   "spec_augment": "2 freq masks <= 12 bins, 2 time masks <= min(20, 8%) frames"},
         "corpus": {"train_utterances": len(train_utts), "train_audio_hours": round(audio_hours, 3),
@@ -227,7 +237,7 @@ def main():
                      "sox": tool_version(["sox", "--version"]), "threads": args.threads},
         "weights_bytes": os.path.getsize(weights),
     }
-    with open(os.path.join(args.out_dir, "asr_digits_train_log.json"), "w") as f:
+    with open(os.path.join(args.out_dir, f"{args.model}_train_log.json"), "w") as f:
         json.dump(log, f, indent=1)
         f.write("\n")
     print(json.dumps(log["final"]), json.dumps(log["seconds"]), f"weights {log['weights_bytes']} bytes")

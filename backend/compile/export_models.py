@@ -18,12 +18,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import asr_ctc  # noqa: E402
 import asr_ctc_stream  # noqa: E402
 import asr_digits  # noqa: E402
+import asr_digits_stream  # noqa: E402
 import common  # noqa: E402
 import llama_export  # noqa: E402
 import text_embed  # noqa: E402
 
-MODELS = {"asr_ctc": asr_ctc.spec, "asr_ctc_stream": asr_ctc_stream.spec, "text_embed": text_embed.spec, "llama_tiny": None,
-          "asr_digits": asr_digits.spec}  # asr_digits: trained weights, weights/asr_digits.pt
+# asr_digits and asr_digits_stream: trained weights (weights/<name>.pt).
+MODELS = {"asr_ctc": asr_ctc.spec, "asr_ctc_stream": asr_ctc_stream.spec, "text_embed": text_embed.spec,
+          "llama_tiny": None, "asr_digits": asr_digits.spec, "asr_digits_stream": asr_digits_stream.spec}
 GENERATION_MODELS = {"llama_tiny": llama_export.export}  # export(out_dir, target) -> seconds
 
 

@@ -16,13 +16,14 @@ TEST(ModelRepositoryTest, ListsTheExampleModels) {
   absl::StatusOr<std::vector<std::string>> dirs = ListModelDirectories(testing::ExampleModelsDir());
   ASSERT_TRUE(dirs.ok()) << dirs.status();
   // Sorted by name: the random-weight recognizer, its cache-aware streaming twin, the trained digits recognizer,
-  // the example LLM, the text encoder.
-  ASSERT_EQ(dirs->size(), 5u);
+  // its trained cache-aware twin, the example LLM, the text encoder.
+  ASSERT_EQ(dirs->size(), 6u);
   EXPECT_THAT((*dirs)[0], ::testing::EndsWith("/asr_ctc"));
   EXPECT_THAT((*dirs)[1], ::testing::EndsWith("/asr_ctc_stream"));
   EXPECT_THAT((*dirs)[2], ::testing::EndsWith("/asr_digits"));
-  EXPECT_THAT((*dirs)[3], ::testing::EndsWith("/llama_tiny"));
-  EXPECT_THAT((*dirs)[4], ::testing::EndsWith("/text_embed"));
+  EXPECT_THAT((*dirs)[3], ::testing::EndsWith("/asr_digits_stream"));
+  EXPECT_THAT((*dirs)[4], ::testing::EndsWith("/llama_tiny"));
+  EXPECT_THAT((*dirs)[5], ::testing::EndsWith("/text_embed"));
 }
 
 TEST(ModelRepositoryTest, LoadsOnlyTheRequestedModelWithItsInstances) {

@@ -33,20 +33,12 @@ cleanup() { if [ -n "$SERVER_PID" ]; then kill -KILL "$SERVER_PID" 2>/dev/null |
 trap cleanup EXIT
 # shellcheck source=../server_process.sh
 source "$HERE/../server_process.sh"
+# shellcheck source=../pinned_venv.sh
+source "$HERE/../pinned_venv.sh"
 
 # ---- 1. the clients from PyPI (pinned with hashes) ---------------------------------------------------------------
 VENV=$WORK/venv
-STAMP=$VENV/.sluice-installed
-WANT=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ] ||
-   ! "$VENV/bin/python" -c 'import openai, riva.client' 2>/dev/null; then
-  log "creating $VENV from $(basename "$REQUIREMENTS")"
-  rm -rf "$VENV"
-  "$SYSTEM_PYTHON" -m venv "$VENV" || fail "'$SYSTEM_PYTHON -m venv' failed (Debian's python3 needs python3-venv)"
-  timeout 600 "$VENV/bin/pip" install --disable-pip-version-check -q --require-hashes -r "$REQUIREMENTS" ||
-    fail "pip could not install $(basename "$REQUIREMENTS") (PyPI unreachable?)"
-  echo "$WANT" > "$STAMP"
-fi
+ensure_pinned_venv "$VENV" "$REQUIREMENTS" "$SYSTEM_PYTHON" 'import openai, riva.client'
 
 # ---- 2. the server: asr_digits, and a slow sim speech model (1.5 s per window) for disconnects and the drain ------
 rm -rf "$WORK/repo"
