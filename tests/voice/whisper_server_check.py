@@ -7,6 +7,9 @@
    thread each (the encoder batches them, the decoder steps hold their sequences together): each transcript must
    equal transformers' greedy Whisper text on the same weights (FILE, written by whisper_check.py --reference-out),
    language given (en-US); their WER against the sentences must be <= W. RTFx = audio seconds / wall seconds.
+   The same clips, all at once, through OpenAI's POST /v1/audio/transcriptions (a multipart form built here, WAV
+   file, response_format json; the unmodified openai client is tested on this route in openai_transcriptions_test):
+   each text must equal the Riva transcript of the clip, and their WER is reported (the same bound).
 2. /metrics: the encoder ran batches of more than one row on average (sluice_inferences_total /
    sluice_batch_executions_total) and decode steps held more than one sequence on average
    (sluice_generation_decode_rows_total / decode steps).
@@ -94,6 +97,22 @@ def series(text: str, name: str, **labels) -> float:
     return total
 
 
+def openai_transcribe(http: str, model: str, path: str) -> str:
+    """POST /v1/audio/transcriptions with the WAV file as a multipart/form-data form; the answer's text."""
+    boundary = "sluice-whisper-check-boundary"
+    with open(path, "rb") as f:
+        wav_bytes = f.read()
+    parts = [(f'--{boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n{model}\r\n').encode(),
+             (f'--{boundary}\r\nContent-Disposition: form-data; name="language"\r\n\r\nen\r\n').encode(),
+             (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{os.path.basename(path)}"'
+              '\r\nContent-Type: audio/wav\r\n\r\n').encode() + wav_bytes + b"\r\n",
+             f"--{boundary}--\r\n".encode()]
+    request = urllib.request.Request(f"http://{http}/v1/audio/transcriptions", data=b"".join(parts), method="POST",
+                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(request, timeout=300) as r:
+        return json.load(r)["text"].strip()
+
+
 def expect_invalid(call, words: str) -> None:
     try:
         call()
@@ -150,6 +169,19 @@ def main() -> int:
     check(len(differ) == len(excused), f"clips {sorted(set(differ) - set(excused))} served transcripts differ "
           "from transformers' greedy Whisper")
     check(rate <= a.max_wer, f"WER {rate:.4f} > {a.max_wer}")
+
+    # 1b. The same clips through OpenAI's transcriptions route, all at once.
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(clips)) as pool:
+        texts = list(pool.map(lambda clip: openai_transcribe(a.http, a.model, clip[0]), clips))
+    openai_wall = time.monotonic() - t0
+    openai_rate, openai_errors, _ = wer.corpus_wer((text, got) for (_, text), got in zip(clips, texts))
+    same = sum(1 for got, riva_text in zip(texts, served) if got == riva_text)
+    log(f"/v1/audio/transcriptions: {same}/{len(clips)} texts equal to Riva's; WER {openai_rate:.4f} "
+        f"({openai_errors}/{words} words; bound {a.max_wer}); {seconds:.1f} s of audio in {openai_wall:.1f} s, "
+        f"RTFx {seconds / openai_wall:.2f}")
+    check(same == len(clips), "a /v1/audio/transcriptions text differs from the same clip's Riva transcript")
+    check(openai_rate <= a.max_wer, f"/v1/audio/transcriptions WER {openai_rate:.4f} > {a.max_wer}")
 
     # 2. Batching, from /metrics.
     after = metrics(a.http)
