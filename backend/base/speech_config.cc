@@ -21,7 +21,8 @@ absl::StatusOr<int64_t> BoundedInt(const YamlNode& node, int64_t min, int64_t ma
 
 absl::StatusOr<StreamingSpeechOptions> ParseStreaming(const YamlNode& node) {
   SLUICE_RETURN_IF_ERROR(node.ExpectMap());
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"step_ms", "left_context_ms", "lookahead_ms", "endpoint_silence_ms"}));
+  SLUICE_RETURN_IF_ERROR(
+      node.CheckKeys({"step_ms", "left_context_ms", "lookahead_ms", "endpoint_silence_ms", "shared_tick"}));
   StreamingSpeechOptions options;
   constexpr int64_t kMinuteMs = 60'000;
   if (auto v = node.Optional("step_ms")) {
@@ -39,6 +40,9 @@ absl::StatusOr<StreamingSpeechOptions> ParseStreaming(const YamlNode& node) {
   if (auto v = node.Optional("endpoint_silence_ms")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t ms, BoundedInt(*v, 40, kMinuteMs));
     options.endpoint_silence_ms = static_cast<int>(ms);
+  }
+  if (auto v = node.Optional("shared_tick")) {
+    SLUICE_ASSIGN_OR_RETURN(options.shared_tick, v->AsBool());
   }
   return options;
 }

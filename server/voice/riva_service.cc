@@ -267,6 +267,7 @@ RivaAsrService::StreamingRecognize(grpc::CallbackServerContext* context) {
                                                         .metrics = &metrics_,
                                                         .decodes = &decodes_,
                                                         .engines = &stream_engines_,
+                                                        .tickers = &window_tickers_,
                                                         .idle_timeout = absl::Milliseconds(
                                                             config_.stream_idle_timeout_ms)});
 }

@@ -62,6 +62,7 @@ class RivaAsrService final : public nvidia::riva::asr::RivaSpeechRecognition::Ca
   VoiceModels models_;
   VoiceMetrics metrics_;
   StreamEngines stream_engines_;
+  WindowTickers window_tickers_;  // made on each windowed model's first stream; their threads join with the service
   DecodeExecutor decodes_;
 };
 

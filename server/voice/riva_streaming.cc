@@ -26,12 +26,14 @@ namespace riva = nvidia::riva::asr;
 
 constexpr int kMaxBacklogWindows = 2;
 
+int64_t MsToSamples(absl::Duration d, int rate) { return absl::ToInt64Milliseconds(d) * rate / 1000; }
+
 class StreamingReactor final
     : public grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse> {
  public:
   StreamingReactor(grpc::CallbackServerContext* context, const StreamingDeps& deps)
       : hub_(deps.hub), models_(deps.models), metrics_(deps.metrics), decodes_(deps.decodes),
-        engines_(deps.engines), idle_timeout_(deps.idle_timeout) {
+        engines_(deps.engines), tickers_(deps.tickers), idle_timeout_(deps.idle_timeout) {
     if (context->deadline() != std::chrono::system_clock::time_point::max()) {
       deadline_ = absl::FromChrono(context->deadline());
     }
@@ -109,6 +111,9 @@ class StreamingReactor final
  private:
   // OnDone's work: may delete the reactor.
   void EndStream() {
+    // First: once Unregister returns no tick runs on this reactor (ticker_ is written once by Configure, under mu_,
+    // before any tick; OnDone runs after every other reaction).
+    if (ticker_ != nullptr) ticker_->Unregister(tick_id_);
     // The stream's slot, unless Finish gave it back already: a chunk of it still queued completes now (a hold of
     // its own), and the slot is reused once no step runs it.
     bool release_slot;
@@ -161,9 +166,10 @@ class StreamingReactor final
         DeclaredFrom(config.config()), model.sample_rate(), model.speech().max_audio_seconds);
     if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
     StreamEngine* engine = engines_ != nullptr ? engines_->Find(model.name()) : nullptr;
+    const bool ticked = engine == nullptr && tickers_ != nullptr && model.speech().streaming.shared_tick;
     absl::StatusOr<std::unique_ptr<StreamSession>> session =
         engine != nullptr ? ChunkedFor(*engine, model, config, (*voice)->decoder.get())
-                          : WindowedFor(model, config, (*voice)->decoder.get());
+                          : WindowedFor(model, config, (*voice)->decoder.get(), ticked);
     if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
     if (engine != nullptr) {
       absl::StatusOr<int> slot = engine->AcquireSlot();
@@ -171,6 +177,10 @@ class StreamingReactor final
       engine_ = engine;
       slot_ = *slot;
       slot_held_ = true;
+    }
+    if (ticked) {
+      ticker_ = tickers_->ForModel(model.name(), absl::Milliseconds(model.speech().streaming.step_ms));
+      tick_id_ = ticker_->Register([this] { OnTick(); });
     }
     voice_ = *voice;
     word_times_ = config.config().enable_word_time_offsets();
@@ -183,14 +193,15 @@ class StreamingReactor final
 
   static absl::StatusOr<std::unique_ptr<StreamSession>> WindowedFor(const SpeechModel& model,
                                                                    const riva::StreamingRecognitionConfig& config,
-                                                                   const CtcDecoder* decoder) {
+                                                                   const CtcDecoder* decoder, bool ticked) {
     absl::StatusOr<StreamingSession> session = StreamingSession::Create(
         StreamingSessionOptions{.sample_rate = model.sample_rate(),
                                 .frame_samples = model.speech().frame_samples,
                                 .max_window_samples = model.max_window_samples(),
                                 .blank = model.speech().blank,
                                 .streaming = model.speech().streaming,
-                                .interim_results = config.interim_results()},
+                                .interim_results = config.interim_results(),
+                                .ticked = ticked},
         decoder);
     if (!session.ok()) return session.status();
     return std::make_unique<StreamingSession>(*std::move(session));
@@ -370,6 +381,7 @@ class StreamingReactor final
     if (absl::Status flushed = audio_decoder_->Finish(&tail); !flushed.ok()) return FailLocked(ToGrpcStatus(flushed));
     if (!Accept(tail)) return;
     session_->EndOfAudio(absl::Now());
+    audio_ended_ = true;
   }
 
   // False (and the stream failed) when the audio passes the model's max_audio_seconds.
@@ -403,8 +415,15 @@ class StreamingReactor final
   // writing.
   std::optional<ScheduledWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!session_ || window_running_ || finishing_) return std::nullopt;
+    // On the shared tick a window starts at a tick (one that came while a window ran starts when it is done), or
+    // at once after the end of the audio or when the stream is two steps behind (audio sent faster than real time).
+    if (ticker_ != nullptr && !tick_due_ && !audio_ended_ &&
+        session_->backlog_samples() < 2 * MsToSamples(ticker_->period(), voice_->model->sample_rate())) {
+      return std::nullopt;
+    }
     std::optional<StreamWindow> window = session_->NextWindow();
     if (window) {
+      tick_due_ = false;
       window_running_ = true;
       holds_ += 2;  // its completion's (OnWindow) and its submitter's (RunWindow)
       return ScheduledWindow{.window = *std::move(window), .seq = ++window_seq_};
@@ -412,6 +431,19 @@ class StreamingReactor final
     if (std::optional<WindowOutcome> closing = session_->TakeClosingResult(absl::Now())) Deliver(*closing);
     WriteOrFinishLocked();
     return std::nullopt;
+  }
+
+  // On the ticker's thread (see EndStream for why the reactor is alive).
+  void OnTick() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::optional<ScheduledWindow> window;
+    {
+      MutexLock lock(&mu_);
+      if (done_ || finishing_ || !session_) return;
+      tick_due_ = true;
+      window = NextWindowLocked();
+      WriteOrFinishLocked();
+    }
+    RunWindow(std::move(window));
   }
 
   // Not under mu_: a refused window completes on this thread, inside Run (and may finish the stream, after which
@@ -536,6 +568,7 @@ class StreamingReactor final
   VoiceMetrics* const metrics_;
   DecodeExecutor* const decodes_;
   const StreamEngines* const engines_;
+  WindowTickers* const tickers_;
   const absl::Duration idle_timeout_;
   absl::Time deadline_ = absl::InfiniteFuture();
   riva::StreamingRecognizeRequest request_;  // the one outstanding read's target
@@ -547,6 +580,11 @@ class StreamingReactor final
   // Likewise (set with voice_ for a model with a stream engine): the engine and the stream's slot in it.
   StreamEngine* engine_ = nullptr;
   int slot_ = -1;
+  // Likewise (set for a windowed model with speech.streaming.shared_tick): its ticker and this stream's entry.
+  WindowTicker* ticker_ = nullptr;
+  int64_t tick_id_ = 0;
+  bool tick_due_ ABSL_GUARDED_BY(mu_) = false;     // a tick came and no window has started since
+  bool audio_ended_ ABSL_GUARDED_BY(mu_) = false;  // the client half-closed: windows run at once
   bool slot_held_ ABSL_GUARDED_BY(mu_) = false;  // slot_ not yet given back
   bool word_times_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);

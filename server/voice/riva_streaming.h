@@ -42,6 +42,7 @@
 #include "server/voice/stream_engines.h"
 #include "server/voice/voice_metrics.h"
 #include "server/voice/voice_models.h"
+#include "server/voice/window_ticker.h"
 
 namespace sluice::voice {
 
@@ -52,6 +53,7 @@ struct StreamingDeps {
   VoiceMetrics* metrics = nullptr;
   DecodeExecutor* decodes = nullptr;
   const StreamEngines* engines = nullptr;  // may be null: every model streams windowed
+  WindowTickers* tickers = nullptr;        // may be null: windowed streams start windows on their own audio
   absl::Duration idle_timeout = absl::Seconds(60);
 };
 

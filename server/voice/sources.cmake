@@ -28,6 +28,7 @@ set(SLUICE_VOICE_SERVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/streaming_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/chunked_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_engine.cc
+  ${CMAKE_CURRENT_LIST_DIR}/window_ticker.cc
   ${CMAKE_CURRENT_LIST_DIR}/riva_results.cc
   ${CMAKE_CURRENT_LIST_DIR}/voice_metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/riva_service.cc

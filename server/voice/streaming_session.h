@@ -42,6 +42,9 @@ struct StreamingSessionOptions {
   int blank = 0;                   // the CTC blank's class (endpoint detection)
   StreamingSpeechOptions streaming;
   bool interim_results = false;
+  // The caller starts windows on a shared tick (window_ticker.h) every step: a window is ready at half a step of
+  // new audio, so a tick that comes a little early for this stream still starts one.
+  bool ticked = false;
 };
 
 class StreamingSession final : public StreamSession {
