@@ -11,7 +11,7 @@
 //     max_audio_seconds: 3600  # longer audio is refused (offline and per stream)
 //     long_audio_overlap_ms: 2000  # Recognize over the largest bucket: windows overlap this much on each side
 //                                  # (default: 2000, or a quarter of the largest bucket when that is shorter)
-//     streaming: {step_ms: 480, left_context_ms: 2000, lookahead_ms: 960, endpoint_silence_ms: 800, shared_tick: true}
+//     streaming: {step_ms: 480, left_context_ms: 2000, lookahead_ms: 960, endpoint_silence_ms: 800, shared_tick: false}
 //
 // An encoder-decoder recognizer (Whisper) says so and names its prompt tokens instead of the CTC keys; its
 // encoder is the model's (batch, length) graphs (output `output`: the encoder's hidden states, FP32 [positions,
@@ -48,9 +48,11 @@ struct StreamingSpeechOptions {
   int left_context_ms = 2000;    // audio before the newest decided frame that each run sees again
   int lookahead_ms = 960;        // the newest frames of a run stay provisional (interim) until a later run
   int endpoint_silence_ms = 800; // this much trailing blank output after speech ends the segment (final result)
-  // All streams of the model start their windows on one shared tick (every step_ms), so they batch together;
-  // false: each stream runs a window as soon as it has step_ms of new audio.
-  bool shared_tick = true;
+  // All streams of the model start their windows on one shared tick (every step_ms), so they batch together: fewer,
+  // fuller executions, for devices whose batch costs about the same whatever its rows (Neuron, GPU, sim). Off by
+  // default: on the CPU a batch costs about its rows, and the tick measured +100 ms chunk latency (p50) for no
+  // gain there (loadtest/bench/results/streaming.md). false: a stream runs a window once it has step_ms of new audio.
+  bool shared_tick = false;
 };
 
 // Whisper's prompt and suppress rules (generation_config.json's, written by backend/compile/whisper_export.py).

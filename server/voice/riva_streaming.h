@@ -2,7 +2,9 @@
 // with a stream engine (speech.stream_step: stream_engines.h) runs a ChunkedSession: the stream holds one of the
 // engine's slots from its config to its end (OnDone; every slot taken: RESOURCE_EXHAUSTED at once, the stream is not
 // queued) and its chunks step with every other stream's. Other models run a StreamingSession: windows through the
-// speech model's scheduler, where they batch with every other stream's. Below, "window" means either.
+// speech model's scheduler, where they batch with every other stream's; with speech.streaming.shared_tick the
+// stream registers with its model's WindowTicker (window_ticker.h) and starts each window at a tick (at once after
+// its audio ended or when two steps behind), unregistering first thing in OnDone. Below, "window" means either.
 //
 // Flow control: the reactor reads the next audio message only while the stream's unprocessed audio is under
 // kMaxBacklogWindows largest buckets, so a client that sends faster than the model keeps up is held back by
