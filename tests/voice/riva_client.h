@@ -25,6 +25,7 @@ struct SimSpeech {
   int max_queue_size = 256;
   int base_ms = 10;            // every batch takes this long
   std::string batch_sizes = "1, 4, 8";
+  bool shared_tick = false;    // speech.streaming.shared_tick
 };
 
 // A speech model on the sim device: 1, 2 and 4 s buckets; 640 samples per output frame, four classes (its log-probs
@@ -40,7 +41,8 @@ inline std::string SimSpeechYaml(const SimSpeech& model) {
          ", per_sample_us: 0, output_steps_per_input_step: 0.0015625}\n"
          "speech:\n  vocabulary: [\"<blank>\", \"a\", \"b\", \" \"]\n  frame_samples: 640\n"
          "  max_audio_seconds: 600\n  long_audio_overlap_ms: 640\n"
-         "  streaming: {step_ms: 480, left_context_ms: 1280, lookahead_ms: 640}\n";
+         "  streaming: {step_ms: 480, left_context_ms: 1280, lookahead_ms: 640, shared_tick: " +
+         (model.shared_tick ? "true" : "false") + "}\n";
 }
 
 // `seconds` of 16-bit mono PCM (a square wave).

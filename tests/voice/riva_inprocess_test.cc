@@ -213,6 +213,53 @@ TEST(RivaInProcessTest, CallsAndStreamsCancelledMidWayReleaseEverything) {
   EXPECT_EQ(riva.hub().state().admitted_calls(), 0);
 }
 
+// Streams on the shared tick (WindowTicker) that end every way at once: cancelled mid-way, at various times
+// relative to the ticks, and finished (faster than real time, so windows also start off the tick); every reactor
+// unregisters from the ticker before it goes (under TSan: no tick may run on a deleted reactor).
+TEST(RivaInProcessTest, StreamsOnTheSharedTickEndingEveryWayReleaseEverything) {
+  InProcessRiva riva({SimSpeech{.name = "ticked", .base_ms = 10, .shared_tick = true}});
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&, i] {
+      grpc::ClientContext context;
+      auto stream = riva.stub().StreamingRecognize(&context);
+      testing::riva::StreamingRecognizeRequest first;
+      *first.mutable_streaming_config()->mutable_config() = testing::PcmConfig("ticked");
+      stream->Write(first);
+      testing::riva::StreamingRecognizeRequest chunk;
+      chunk.set_audio_content(Pcm16(0.1));
+      const bool cancel = i % 2 == 0;
+      // 100 ms chunks every 25 ms: 4x real time, for 0.3 s to 1.0 s of sending.
+      const auto stop_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(300 + 100 * i);
+      while (std::chrono::steady_clock::now() < stop_at && stream->Write(chunk)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      if (cancel) {
+        context.TryCancel();
+      } else {
+        stream->WritesDone();
+      }
+      testing::riva::StreamingRecognizeResponse ignored;
+      while (stream->Read(&ignored)) {
+      }
+      const grpc::Status status = stream->Finish();
+      if (cancel) {
+        EXPECT_TRUE(IsOneOf(status, {grpc::StatusCode::OK, grpc::StatusCode::CANCELLED}))
+            << i << ": " << status.error_code() << " " << status.error_message();
+      } else {
+        EXPECT_TRUE(status.ok()) << i << ": " << status.error_code() << " " << status.error_message();
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_TRUE(Stream(riva.stub(), "ticked", 2).status.ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (riva.hub().state().admitted_calls() != 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(riva.hub().state().admitted_calls(), 0);
+}
+
 TEST(RivaInProcessTest, ADrainLetsAdmittedCallsFinishAndRefusesNewOnes) {
   InProcessRiva riva({SimSpeech{.name = "slow", .base_ms = 200}});
   // A long Recognize (60 s: 22 windows, 16 in flight, 200 ms per batch of 8) and a stream, both admitted.
