@@ -115,6 +115,34 @@ class RivaServiceTest : public ::testing::Test {
     return outcome;
   }
 
+  struct RealTimeStreams {
+    std::vector<StreamOutcome> outcomes;
+    double executions = 0;  // speech_sim's, during the streams
+    double rows = 0;
+  };
+  // `count` streams of `seconds` at real time, each started `stagger` after the one before; every one must end OK
+  // with one final result covering its audio.
+  RealTimeStreams RunRealTimeStreams(int count, double seconds, std::chrono::milliseconds stagger) {
+    const auto [executions_before, rows_before] = ExecutionsAndRows("speech_sim");
+    RealTimeStreams run;
+    run.outcomes.resize(count);
+    std::vector<std::thread> streams;
+    for (int i = 0; i < count; ++i) {
+      streams.emplace_back([&, i] { run.outcomes[i] = RunStream(seconds, /*realtime=*/true); });
+      std::this_thread::sleep_for(stagger);
+    }
+    for (std::thread& t : streams) t.join();
+    for (const StreamOutcome& outcome : run.outcomes) {
+      EXPECT_TRUE(outcome.status.ok()) << outcome.status.error_message();
+      EXPECT_EQ(outcome.finals, 1);
+      EXPECT_FLOAT_EQ(outcome.last_processed, static_cast<float>(seconds));
+    }
+    const auto [executions_after, rows_after] = ExecutionsAndRows("speech_sim");
+    run.executions = static_cast<double>(executions_after - executions_before);
+    run.rows = static_cast<double>(rows_after - rows_before);
+    return run;
+  }
+
   // Executions and rows the model has run so far (KServe v2 ModelStatistics).
   std::pair<int64_t, int64_t> ExecutionsAndRows(const std::string& model) {
     auto kserve = inference::GRPCInferenceService::NewStub(channel_);
@@ -152,25 +180,10 @@ class RivaServiceTest : public ::testing::Test {
 ServerProcess* RivaServiceTest::server_ = nullptr;
 
 TEST_F(RivaServiceTest, ThirtyTwoRealTimeStreamsBatchTogetherAndAllGetTheirFinal) {
-  const auto [executions_before, rows_before] = ExecutionsAndRows("speech_sim");
-  constexpr int kStreams = 32;
-  std::vector<StreamOutcome> outcomes(kStreams);
-  std::vector<std::thread> streams;
-  for (int i = 0; i < kStreams; ++i) {
-    streams.emplace_back([&, i] { outcomes[i] = RunStream(3.0, /*realtime=*/true); });
-  }
-  for (std::thread& t : streams) t.join();
-  for (const StreamOutcome& outcome : outcomes) {
-    EXPECT_TRUE(outcome.status.ok()) << outcome.status.error_message();
-    EXPECT_EQ(outcome.finals, 1);
-    EXPECT_GE(outcome.interim, 2);
-    EXPECT_FLOAT_EQ(outcome.last_processed, 3.0f);
-  }
-  const auto [executions_after, rows_after] = ExecutionsAndRows("speech_sim");
-  const double executions = static_cast<double>(executions_after - executions_before);
-  const double rows = static_cast<double>(rows_after - rows_before);
-  ASSERT_GT(executions, 0);
-  EXPECT_GT(rows / executions, 1.0) << rows << " windows in " << executions << " executions";
+  const RealTimeStreams run = RunRealTimeStreams(32, 3.0, std::chrono::milliseconds(0));
+  for (const StreamOutcome& outcome : run.outcomes) EXPECT_GE(outcome.interim, 2);
+  ASSERT_GT(run.executions, 0);
+  EXPECT_GT(run.rows / run.executions, 1.0) << run.rows << " windows in " << run.executions << " executions";
   // A client sees its stream's end before the server's reactor has run OnDone (which closes the stream in the
   // gauge): poll rather than read once (one read failed under CI load with 9 of 32 still closing).
   EXPECT_TRUE(MetricsSoonShow("sluice_voice_streams_active{model=\"speech_sim\"} 0")) << Metrics();
@@ -181,26 +194,10 @@ TEST_F(RivaServiceTest, ThirtyTwoRealTimeStreamsBatchTogetherAndAllGetTheirFinal
 // four start their windows at the same tick, so the windows run four to a batch. With shared_tick: false this
 // measured 1 row per execution (and failed).
 TEST_F(RivaServiceTest, StaggeredStreamsStartTheirWindowsOnTheSharedTickAndBatch) {
-  const auto [executions_before, rows_before] = ExecutionsAndRows("speech_sim");
-  constexpr int kStreams = 4;
-  std::vector<StreamOutcome> outcomes(kStreams);
-  std::vector<std::thread> streams;
-  for (int i = 0; i < kStreams; ++i) {
-    streams.emplace_back([&, i] { outcomes[i] = RunStream(4.0, /*realtime=*/true); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(160));
-  }
-  for (std::thread& t : streams) t.join();
-  for (const StreamOutcome& outcome : outcomes) {
-    EXPECT_TRUE(outcome.status.ok()) << outcome.status.error_message();
-    EXPECT_EQ(outcome.finals, 1);
-    EXPECT_FLOAT_EQ(outcome.last_processed, 4.0f);
-  }
-  const auto [executions_after, rows_after] = ExecutionsAndRows("speech_sim");
-  const double executions = static_cast<double>(executions_after - executions_before);
-  const double rows = static_cast<double>(rows_after - rows_before);
-  ASSERT_GT(executions, 0);
+  const RealTimeStreams run = RunRealTimeStreams(4, 4.0, std::chrono::milliseconds(160));
+  ASSERT_GT(run.executions, 0);
   // Each stream's first and last windows (before the first tick it sees, after its audio ends) may run alone.
-  EXPECT_GE(rows / executions, 1.8) << rows << " windows in " << executions << " executions";
+  EXPECT_GE(run.rows / run.executions, 1.8) << run.rows << " windows in " << run.executions << " executions";
 }
 
 TEST_F(RivaServiceTest, AudioFasterThanRealTimeIsServedWithFlowControlToTheEnd) {
