@@ -8,7 +8,9 @@
 
 namespace sluice::voice {
 
-WindowTicker::WindowTicker(absl::Duration period) : period_(period), thread_([this] { Loop(); }) {}
+WindowTicker::WindowTicker(absl::Duration period) : period_(period), thread_([this] { Loop(); }) {
+  loop_id_ = thread_.get_id();  // before any Register: only this constructor writes it
+}
 
 WindowTicker::~WindowTicker() { Stop(); }
 
@@ -31,6 +33,9 @@ int64_t WindowTicker::Register(Callback callback) {
 void WindowTicker::Unregister(int64_t id) {
   MutexLock lock(&mu_);
   callbacks_.erase(id);
+  // From inside a callback (its stream ended while it ran: gRPC may run OnDone on the thread that finished the
+  // call) waiting would never end; the loop never calls an erased id again, and touches nothing of it after.
+  if (std::this_thread::get_id() == loop_id_) return;
   while (calling_ == id) changed_.Wait(&mu_);
 }
 

@@ -5,8 +5,8 @@
 // A stream's window covers its audio up to the tick, so after one tick the streams stay aligned.
 //
 // Thread-safety: every method may be called from any thread. Callbacks run on the ticker's thread, one after
-// another, outside the ticker's lock; a callback must not call Unregister or Stop. mu_ is a leaf lock: nothing is
-// called under it.
+// another, outside the ticker's lock; a callback may Unregister (itself or another) but must not call Stop. mu_ is
+// a leaf lock: nothing is called under it.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +38,8 @@ class WindowTicker {
 
   // The callback runs at every tick from the next one on, until Unregister.
   int64_t Register(Callback callback) ABSL_LOCKS_EXCLUDED(mu_);
-  // Once it returns, the callback is not running and never runs again. Unknown ids: nothing. REQUIRES: not called
-  // from a callback, nor under a lock a callback takes.
+  // Once it returns, the callback is not running (unless it is the caller: called from a callback, it does not
+  // wait) and never runs again. Unknown ids: nothing. REQUIRES: not under a lock a callback takes.
   void Unregister(int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
   // Joins the thread after its current tick; later ticks never come. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -64,7 +64,8 @@ class WindowTicker {
   int64_t calling_ ABSL_GUARDED_BY(mu_) = 0;  // the id whose callback runs now (0: none)
   int64_t ticks_ ABSL_GUARDED_BY(mu_) = 0;
   std::once_flag joined_;
-  std::thread thread_;  // last: started after everything above
+  std::thread thread_;  // started after everything above
+  std::thread::id loop_id_;  // thread_'s, set by the constructor (Unregister compares without touching thread_)
 };
 
 // The tickers of the windowed streaming models, by model name, made on a model's first stream.

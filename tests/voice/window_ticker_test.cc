@@ -69,6 +69,21 @@ TEST(WindowTickerTest, UnregisterWaitsForTheRunningCallbackAndNoneRunsAfter) {
   ticker.Unregister(12345);
 }
 
+TEST(WindowTickerTest, ACallbackMayUnregisterItselfWithoutWaitingForItself) {
+  WindowTicker ticker(absl::Milliseconds(5));
+  std::atomic<int> calls{0};
+  std::promise<int64_t> registered;
+  std::shared_future<int64_t> own_id = registered.get_future().share();
+  registered.set_value(ticker.Register([&] {
+    ++calls;
+    ticker.Unregister(own_id.get());  // as a reactor's OnDone would, run inline on this thread
+  }));
+  ASSERT_TRUE(Eventually([&] { return calls.load() >= 1; }));
+  const int64_t ticks = ticker.ticks();
+  ASSERT_TRUE(Eventually([&] { return ticker.ticks() >= ticks + 3; }));
+  EXPECT_EQ(calls.load(), 1);
+}
+
 TEST(WindowTickerTest, StopEndsTheTicksAndIsIdempotent) {
   WindowTicker ticker(absl::Milliseconds(5));
   std::atomic<int> calls{0};
