@@ -26,8 +26,6 @@ namespace riva = nvidia::riva::asr;
 
 constexpr int kMaxBacklogWindows = 2;
 
-int64_t MsToSamples(absl::Duration d, int rate) { return absl::ToInt64Milliseconds(d) * rate / 1000; }
-
 class StreamingReactor final
     : public grpc::ServerBidiReactor<riva::StreamingRecognizeRequest, riva::StreamingRecognizeResponse> {
  public:
@@ -381,7 +379,6 @@ class StreamingReactor final
     if (absl::Status flushed = audio_decoder_->Finish(&tail); !flushed.ok()) return FailLocked(ToGrpcStatus(flushed));
     if (!Accept(tail)) return;
     session_->EndOfAudio(absl::Now());
-    audio_ended_ = true;
   }
 
   // False (and the stream failed) when the audio passes the model's max_audio_seconds.
@@ -415,15 +412,8 @@ class StreamingReactor final
   // writing.
   std::optional<ScheduledWindow> NextWindowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!session_ || window_running_ || finishing_) return std::nullopt;
-    // On the shared tick a window starts at a tick (one that came while a window ran starts when it is done), or
-    // at once after the end of the audio or when the stream is two steps behind (audio sent faster than real time).
-    if (ticker_ != nullptr && !tick_due_ && !audio_ended_ &&
-        session_->backlog_samples() < 2 * MsToSamples(ticker_->period(), voice_->model->sample_rate())) {
-      return std::nullopt;
-    }
     std::optional<StreamWindow> window = session_->NextWindow();
     if (window) {
-      tick_due_ = false;
       window_running_ = true;
       holds_ += 2;  // its completion's (OnWindow) and its submitter's (RunWindow)
       return ScheduledWindow{.window = *std::move(window), .seq = ++window_seq_};
@@ -439,7 +429,7 @@ class StreamingReactor final
     {
       MutexLock lock(&mu_);
       if (done_ || finishing_ || !session_) return;
-      tick_due_ = true;
+      session_->Tick();  // when to start a window on ticks is the session's rule (StreamingSessionOptions::ticked)
       window = NextWindowLocked();
       WriteOrFinishLocked();
     }
@@ -583,8 +573,6 @@ class StreamingReactor final
   // Likewise (set for a windowed model with speech.streaming.shared_tick): its ticker and this stream's entry.
   WindowTicker* ticker_ = nullptr;
   int64_t tick_id_ = 0;
-  bool tick_due_ ABSL_GUARDED_BY(mu_) = false;     // a tick came and no window has started since
-  bool audio_ended_ ABSL_GUARDED_BY(mu_) = false;  // the client half-closed: windows run at once
   bool slot_held_ ABSL_GUARDED_BY(mu_) = false;  // slot_ not yet given back
   bool word_times_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<nvidia::riva::RequestId> id_ ABSL_GUARDED_BY(mu_);

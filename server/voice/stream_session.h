@@ -57,6 +57,8 @@ class StreamSession {
   // Audio received but not yet run: the caller pauses reading above a bound (flow control).
   virtual int64_t backlog_samples() const = 0;
   virtual int64_t received_samples() const = 0;
+  // The model's shared tick came (window_ticker.h): a session that starts its runs on ticks may start one now.
+  virtual void Tick() {}
 };
 
 }  // namespace sluice::voice

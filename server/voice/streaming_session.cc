@@ -52,8 +52,14 @@ int64_t StreamingSession::NextWindowStart() const {
 std::optional<StreamWindow> StreamingSession::NextWindow() {
   if (in_flight_ || finished_) return std::nullopt;
   const int64_t backlog = audio_.received() - processed_;
-  const int64_t ready_at = options_.ticked ? std::max<int64_t>(1, step_samples_ / 2) : step_samples_;
-  if (backlog <= 0 || (backlog < ready_at && !audio_.ended())) return std::nullopt;
+  if (backlog <= 0) return std::nullopt;
+  if (!audio_.ended()) {
+    const bool ready = options_.ticked ? (tick_due_ && backlog >= std::max<int64_t>(1, step_samples_ / 2)) ||
+                                             backlog >= 2 * step_samples_
+                                       : backlog >= step_samples_;
+    if (!ready) return std::nullopt;
+  }
+  tick_due_ = false;
   StreamWindow window;
   window.start = NextWindowStart();
   window.end = std::min(audio_.received(), window.start + options_.max_window_samples);

@@ -42,8 +42,10 @@ struct StreamingSessionOptions {
   int blank = 0;                   // the CTC blank's class (endpoint detection)
   StreamingSpeechOptions streaming;
   bool interim_results = false;
-  // The caller starts windows on a shared tick (window_ticker.h) every step: a window is ready at half a step of
-  // new audio, so a tick that comes a little early for this stream still starts one.
+  // Windows start on the model's shared tick (window_ticker.h; the caller calls Tick() every step): at a tick
+  // half a step of new audio starts one (a tick that comes a little early for this stream still does, and one that
+  // came while a window ran counts once it is done); two steps behind (audio sent faster than real time) or after
+  // the end of the audio, one starts at once.
   bool ticked = false;
 };
 
@@ -59,6 +61,7 @@ class StreamingSession final : public StreamSession {
 
   // The next window to run, when none is in flight and a step of new audio (or the end of the audio) is there.
   std::optional<StreamWindow> NextWindow() override;
+  void Tick() override { tick_due_ = true; }
   // The result of the window NextWindow gave last. FailedPrecondition when none is in flight; Internal when the
   // model returned fewer frames than the window's audio needs.
   absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now) override;
@@ -92,6 +95,7 @@ class StreamingSession final : public StreamSession {
   StreamAudio audio_;             // keeps samples from the next window's start on
   int64_t processed_ = 0;         // end of the last window run
   bool finished_ = false;
+  bool tick_due_ = false;  // options_.ticked: a tick came and no window has started since
 
   int64_t segment_start_ = 0;
   std::vector<float> committed_;    // [frames, classes] of the segment, decided

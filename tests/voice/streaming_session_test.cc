@@ -199,5 +199,42 @@ TEST(StreamingSession, TooFewFramesFromTheModelIsAnInternalError) {
   EXPECT_FALSE(session->OnWindowDone(short_output, kT0).ok());  // nothing in flight any more
 }
 
+// On the shared tick (ticked): no window between ticks below two steps of new audio; at a tick half a step starts
+// one; a tick that came while a window ran counts once it is done; two steps behind, or after the end of the audio,
+// a window starts without a tick.
+TEST(StreamingSession, TickedWindowsStartAtTicksOrWhenTwoStepsBehind) {
+  StreamingSessionOptions options = Options();
+  options.ticked = true;
+  GreedyCtcDecoder decoder(Symbols());
+  absl::StatusOr<StreamingSession> session = StreamingSession::Create(options, &decoder);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Script blank = [](int64_t) { return 0; };
+  const int64_t step = 480 * kRate / 1000;
+  const std::vector<float> audio(step, 0.1f);
+  session->AddAudio(std::span<const float>(audio).first(step / 2 - kFrame), kT0);
+  session->Tick();
+  EXPECT_FALSE(session->NextWindow().has_value()) << "under half a step at the tick";
+  session->AddAudio(std::span<const float>(audio).first(kFrame), kT0);
+  std::optional<StreamWindow> first = session->NextWindow();  // the tick is still due: half a step now
+  ASSERT_TRUE(first.has_value());
+  session->AddAudio(audio, kT0);
+  session->Tick();  // while `first` runs
+  EXPECT_FALSE(session->NextWindow().has_value()) << "one window at a time";
+  ASSERT_TRUE(session->OnWindowDone(RunScripted(*first, blank), kT0).ok());
+  std::optional<StreamWindow> second = session->NextWindow();  // the tick that came meanwhile
+  ASSERT_TRUE(second.has_value());
+  ASSERT_TRUE(session->OnWindowDone(RunScripted(*second, blank), kT0).ok());
+  session->AddAudio(audio, kT0);
+  EXPECT_FALSE(session->NextWindow().has_value()) << "a step of new audio, no tick";
+  session->AddAudio(audio, kT0);
+  std::optional<StreamWindow> behind = session->NextWindow();  // two steps behind: no tick needed
+  ASSERT_TRUE(behind.has_value());
+  ASSERT_TRUE(session->OnWindowDone(RunScripted(*behind, blank), kT0).ok());
+  session->AddAudio(std::span<const float>(audio).first(kFrame), kT0);
+  EXPECT_FALSE(session->NextWindow().has_value());
+  session->EndOfAudio(kT0);
+  EXPECT_TRUE(session->NextWindow().has_value()) << "after the end of the audio";
+}
+
 }  // namespace
 }  // namespace sluice::voice
