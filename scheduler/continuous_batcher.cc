@@ -1,6 +1,7 @@
 #include "scheduler/continuous_batcher.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/delivery_lane.h"
 #include "scheduler/generation_shapes.h"
 #include "scheduler/prefix_block_table.h"
 #include "scheduler/sampler.h"
@@ -22,16 +24,28 @@
 namespace sluice {
 namespace {
 
+// A sequence's client side: its callbacks, run on its instance's DeliveryLane (or, never admitted, on the thread
+// that answers it). `stopped`: on_token returned false (set on the lane, read by the engine, which finishes the
+// sequence at its next iteration); `delivered`: on_token calls made, touched by the lane alone.
+struct SequenceClient {
+  TokenCallback on_token;
+  GenerationDoneCallback on_done;
+  std::atomic<bool> stopped{false};
+  int delivered = 0;
+};
+using ClientPtr = std::shared_ptr<SequenceClient>;
+
 // One accepted request. Waiting, it belongs to the batcher's queue (under mu_); once admitted, to the engine
 // thread of its instance, which alone touches it until it is answered.
 struct Sequence {
   SequenceId id = 0;
-  GenerationRequest request;
+  GenerationRequest request;  // its callbacks moved into `client`
+  ClientPtr client;
   absl::Time enqueued;
   std::mt19937_64 rng;     // seeded at Enqueue: the request's seed or a draw from the engine's generator
   int slot = -1;           // >= 0 while it holds a KV-cache slot
   bool admitted = false;
-  int generated = 0;       // tokens delivered through on_token
+  int generated = 0;       // tokens sampled (handed to the client's lane)
   int32_t last_token = 0;  // the newest token: the next decode step feeds it
   int64_t prefilled = 0;   // chunked prefill: prompt positions [0, prefilled) are written into the slot
   // Prefix caching: the chain hashes of the prompt's full blocks (taken at Enqueue), how many of them are in the
@@ -93,7 +107,10 @@ struct Instance {
   SlotPool slots;
   std::optional<PrefixBlockTable> prefix;  // prefix caching: which prompt blocks this instance's cache holds
   Sampler sampler;
-  std::vector<float> masked;  // one logits row with suppressed ids excluded (Suppressed())
+  std::vector<float> masked;
+  // Tokens sampled since the last hand-over to `lane` (FlushOutbox), which runs the clients' callbacks in order.
+  std::vector<std::pair<ClientPtr, GeneratedToken>> outbox;
+  DeliveryLane lane;  // one logits row with suppressed ids excluded (Suppressed())
   // Under the batcher's mu_:
   bool executing = false;      // a Prefill/Decode call is in flight
   absl::Time executing_since;  // when it started
@@ -145,6 +162,9 @@ class ContinuousBatcher::Impl {
     if (request.deadline <= now) return absl::DeadlineExceededError("the request's deadline passed before it queued");
     auto sequence = std::make_unique<Sequence>();
     sequence->enqueued = now;
+    sequence->client = std::make_shared<SequenceClient>();
+    sequence->client->on_token = std::move(request.on_token);
+    sequence->client->on_done = std::move(request.on_done);
     if (gen_.prefix_caching()) {  // hashed here, outside the lock
       sequence->block_hashes = PrefixBlockTable::ChainHashes(request.prompt, gen_.prefix_cache_block_size);
     }
@@ -332,6 +352,7 @@ class ContinuousBatcher::Impl {
         step = prefills == StepResult::kOk ? RunDecodeStep(in) : prefills;
       }
       if (step == StepResult::kTimedOut) return;  // the watchdog answered everything this instance held
+      FlushOutbox(in);
       if (step == StepResult::kDeviceGone) {
         TakeOutOfRotation(in);
         return;
@@ -364,6 +385,9 @@ class ContinuousBatcher::Impl {
           ReleaseSlotLocked(in, *seq);
           ended.push_back(
               {std::move(seq), FinishReason::kCancelled, absl::CancelledError("the sequence was cancelled")});
+        } else if (seq->client->stopped.load(std::memory_order_acquire)) {  // on_token returned false
+          ReleaseSlotLocked(in, *seq);
+          ended.push_back({std::move(seq), FinishReason::kStop, absl::OkStatus()});
         } else if (seq->request.deadline <= now) {
           ReleaseSlotLocked(in, *seq);
           ended.push_back({std::move(seq), FinishReason::kDeadline,
@@ -692,18 +716,17 @@ class ContinuousBatcher::Impl {
     return in.masked.data();
   }
 
-  // Samples one token, delivers it, and says whether the sequence is done.
+  // Samples one token, queues it for the client (in.outbox), and says whether the sequence is done.
   std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, const float* row, absl::Time produced) {
     row = Suppressed(in, seq, row);
     const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
     const int index = seq.generated++;
     seq.last_token = token;
-    const bool go_on =
-        !seq.request.on_token || seq.request.on_token(GeneratedToken{token, index, produced, seq.cached_tokens});
+    if (seq.client->on_token) in.outbox.emplace_back(seq.client, GeneratedToken{token, index, produced, seq.cached_tokens});
     const std::vector<int32_t>& stop = seq.request.stop_token_ids;
     if (gen_.IsEos(token) && !seq.request.ignore_eos) return FinishReason::kStop;
     if (std::find(stop.begin(), stop.end(), token) != stop.end()) return FinishReason::kStop;
-    if (!go_on) return FinishReason::kStop;
+    if (seq.client->stopped.load(std::memory_order_acquire)) return FinishReason::kStop;  // said at an earlier token
     if (seq.generated >= seq.request.max_tokens) return FinishReason::kLength;
     if (seq.next_position() >= gen_.kv_lengths.back()) return FinishReason::kLength;  // the context is full
     return std::nullopt;
@@ -715,6 +738,7 @@ class ContinuousBatcher::Impl {
   // while it ran, and the caller must not touch them (the result is dropped).
   template <typename Call>
   absl::StatusOr<Logits> CallBackend(Instance& in, const std::string& graph, int rows, Call call, bool& timed_out) {
+    FlushOutbox(in);  // the tokens sampled so far reach their clients while this call runs
     {
       MutexLock lock(&mu_);
       in.executing = true;
@@ -777,8 +801,28 @@ class ContinuousBatcher::Impl {
     Finish(nullptr, stranded);
   }
 
-  // Frees the slots still held, then answers each sequence (no lock held) and counts it out of in_flight_.
-  // `in` may be null when no sequence holds a slot.
+  // Hands the tokens sampled since the last call to the instance's lane, which runs their on_token in order
+  // (skipping a client that already said stop). The engine waits only while more than one earlier hand-over is
+  // still queued: delivery lags the engine by a step or two, never more.
+  void FlushOutbox(Instance& in) {
+    if (in.outbox.empty()) return;
+    std::vector<std::pair<ClientPtr, GeneratedToken>> tokens;
+    tokens.swap(in.outbox);
+    in.lane.Post(
+        [tokens = std::move(tokens)] {
+          for (const auto& [client, token] : tokens) {
+            if (client->stopped.load(std::memory_order_relaxed)) continue;
+            ++client->delivered;
+            if (!client->on_token(token)) client->stopped.store(true, std::memory_order_release);
+          }
+        },
+        /*max_queued=*/1);
+  }
+
+  // Frees the slots still held, then answers each sequence and counts it out of in_flight_: on in's lane, after
+  // every token already handed to it (in null: no sequence holds a slot; answered here, on this thread). A client
+  // whose on_token said stop is answered OK/kStop whatever ended the sequence after that; output_tokens counts
+  // the on_token calls made.
   void Finish(Instance* in, std::vector<Outcome>& ended) {
     if (ended.empty()) return;
     {
@@ -788,19 +832,35 @@ class ContinuousBatcher::Impl {
       }
     }
     const absl::Time now = clock_.Now();
+    std::vector<std::pair<ClientPtr, GenerationResult>> answers;
     for (Outcome& o : ended) {
       Sequence& seq = *o.sequence;
       GenerationResult result;
       result.status = o.status;
       result.finish = o.reason;
       result.prompt_tokens = static_cast<int>(seq.prompt_length());
-      result.output_tokens = seq.generated;
       result.queue_time = seq.admitted ? seq.queue_time : now - seq.enqueued;
-      seq.request.on_done(std::move(result));
+      answers.emplace_back(std::move(seq.client), std::move(result));
     }
-    MutexLock lock(&mu_);
-    in_flight_ -= static_cast<int64_t>(ended.size());
-    idle_cv_.SignalAll();
+    auto answer = [this, answers = std::move(answers)]() mutable {
+      for (auto& [client, result] : answers) {
+        result.output_tokens = client->delivered;
+        if (client->stopped.load(std::memory_order_relaxed)) {
+          result.status = absl::OkStatus();
+          result.finish = FinishReason::kStop;
+        }
+        client->on_done(std::move(result));
+      }
+      MutexLock lock(&mu_);
+      in_flight_ -= static_cast<int64_t>(answers.size());
+      idle_cv_.SignalAll();
+    };
+    if (in == nullptr) {
+      answer();
+      return;
+    }
+    FlushOutbox(*in);
+    in->lane.Post(std::move(answer));
   }
 
   void Report(const GenerationStepReport& report) {

@@ -36,12 +36,21 @@
 // sequence its instance holds answered UNAVAILABLE (naming the model, the graph and the instance) and the
 // instance leaves rotation for good, as when its device is gone; the step observer gets a report with timed_out.
 //
-// Threads: one engine thread per instance (it alone runs that instance's graphs and owns its running sequences,
-// see Instance in the .cc), and a watchdog thread when the timeout is set. Every public method is safe from any
-// thread. Lock order: the batcher's mu_ only (a leaf; the clock's own lock below it); mu_ is never held while a
-// graph runs. Callbacks (on_token, on_done, the step observer) never run under mu_; they run on an engine
-// thread, the watchdog thread (sequences of a timed-out call) or a Cancel() caller's thread (waiting sequences);
-// they may call Enqueue() and Cancel(), never Stop() or the destructor. Stop() joins every engine thread but a
+// Delivery: the engine thread samples; it never runs client code. Each instance has a DeliveryLane (a thread)
+// that runs its sequences' on_token and on_done in the order the engine produced them, while the next step
+// computes: a step's tokens are handed over before the next backend call, and the engine waits only while more
+// than one earlier hand-over is queued. So on_token returning false is seen by the engine an iteration or two
+// later: the sequence may compute a step or two more, whose tokens are never delivered; it is answered OK/kStop
+// with output_tokens = the on_token calls made.
+//
+// Threads: one engine thread and one delivery thread per instance (the engine thread alone runs that instance's
+// graphs and owns its running sequences, see Instance in the .cc), and a watchdog thread when the timeout is set.
+// Every public method is safe from any thread. Lock order: the batcher's mu_ is a leaf (the clock's own lock
+// below it), never held while a graph runs or while handing work to a lane (whose lock is a leaf too).
+// on_token and on_done run on the sequence's instance's delivery thread, or (a sequence never admitted:
+// cancelled or expired while waiting, or stranded with no instance left) on a Cancel() caller's, an engine or the
+// watchdog thread; the step observer on an engine thread (a timeout: the watchdog). Callbacks never run under
+// mu_; they may call Enqueue() and Cancel(), never Stop() or the destructor. Stop() joins every engine thread but a
 // timed-out one's (its backend may never return); the destructor waits for that one too.
 #pragma once
 

@@ -1,8 +1,9 @@
 // What a front end hands the generation engine (scheduler/continuous_batcher.h), and what comes back.
 // Token ids only: tokenizing, chat templates, stop strings and detokenizing belong to server/llm/.
-// Thread-safety: plain values. Both callbacks run on the engine thread of the instance the sequence runs on
-// (on_done also on a Cancel() caller's thread, or the thread that called Stop(), see ContinuousBatcher) and never
-// under an engine lock; they must be quick (serialize, hand to the transport).
+// Thread-safety: plain values. Both callbacks run on the delivery thread of the instance the sequence runs on
+// (on_done of a sequence never admitted also on a Cancel() caller's or an engine thread, see ContinuousBatcher),
+// one at a time per instance, never under an engine lock; they must be quick (serialize, hand to the transport):
+// a slow one delays every sequence of its instance by a step or two.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +54,8 @@ struct GenerationResult {
   absl::Duration queue_time;    // accepted -> its prefill started
 };
 
-// Return false to finish the sequence now with kStop (e.g. a stop string matched or the client is gone); the
-// token itself counts as delivered.
+// Return false to finish the sequence with kStop (e.g. a stop string matched or the client is gone); the token
+// itself counts as delivered, no later token is, and the engine frees the slot within an iteration or two.
 using TokenCallback = std::function<bool(const GeneratedToken&)>;
 using GenerationDoneCallback = std::function<void(GenerationResult)>;
 

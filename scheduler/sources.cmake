@@ -10,6 +10,7 @@ set(SLUICE_SCHEDULER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/generation_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_shapes.cc
   ${CMAKE_CURRENT_LIST_DIR}/sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/delivery_lane.cc
   ${CMAKE_CURRENT_LIST_DIR}/prefix_block_table.cc
   ${CMAKE_CURRENT_LIST_DIR}/continuous_batcher.cc
 )

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -272,6 +273,10 @@ class FakeGenerationBackend final : public GenerationBackend {
     MutexLock lock(&mu_);
     return calls_.size();
   }
+  std::thread::id call_thread() const {  // the thread of the latest call (an engine thread)
+    MutexLock lock(&mu_);
+    return call_thread_;
+  }
   std::vector<std::string> violations() const {
     MutexLock lock(&mu_);
     return violations_;
@@ -281,6 +286,7 @@ class FakeGenerationBackend final : public GenerationBackend {
   // Records the call, waits while held, then says whether it fails.
   absl::Status Run(const BackendCall& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     calls_.push_back(call);
+    call_thread_ = std::this_thread::get_id();
     if (hold_from_call_ != 0 && calls_.size() >= hold_from_call_) held_ = true;
     ++blocked_;
     while (held_) released_.Wait(&mu_);
@@ -338,6 +344,7 @@ class FakeGenerationBackend final : public GenerationBackend {
   std::vector<KvCopyInput> copies_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<int32_t>> cache_ ABSL_GUARDED_BY(mu_);  // [slot] tokens at positions [0, size)
   std::vector<BackendCall> calls_ ABSL_GUARDED_BY(mu_);
+  std::thread::id call_thread_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);
   FailRule fail_rule_ ABSL_GUARDED_BY(mu_);
   bool held_ ABSL_GUARDED_BY(mu_) = false;
