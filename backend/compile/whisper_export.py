@@ -23,9 +23,12 @@ graph format 2 (README.md "Graph format": weights.pt once, every graph takes the
 
   python3 backend/compile/whisper_export.py --checkpoint HF_DIR --out OUT [--encoder-batch-sizes 1,2,4,8]
       [--prefill-lengths 8,64] [--decode-batch-sizes 1,4,8,16] [--kv-lengths 64,128,448] [--slots 16]
-      [--max-audio-seconds 600] [--max-queue-delay-ms 20]
-Runs with Debian's python3 + python3-torch (safetensors read by hf_checkpoint.py). CPU only (`torch.jit.trace`
-then `torch.jit.freeze`).
+      [--max-audio-seconds 600] [--max-queue-delay-ms 20] [--target cpu|neuron]
+Runs with Debian's python3 + python3-torch (safetensors read by hf_checkpoint.py). --target cpu (the default):
+`torch.jit.trace` then `torch.jit.freeze`. --target neuron: every graph through `torch_neuronx.trace` (the weights
+as NEFF inputs, as llama_export.py does) and `device: neuron` instances in config.yaml; NOT RUN ON NEURON HARDWARE
+(no SDK here; tests/voice/whisper_export_target_test.py checks the routing with a stand-in torch_neuronx).
+Exit codes: 0 ok, 2 bad arguments or --target neuron without torch_neuronx.
 """
 import argparse
 import json
@@ -42,10 +45,25 @@ import graph_format  # noqa: E402
 import whisper  # noqa: E402
 
 
-def trace(module: torch.nn.Module, example: tuple, names, weights):
+def trace(module: torch.nn.Module, example: tuple, names, weights, target: str = "cpu"):
     wrapper = graph_format.WeightsAsInputs(module, names, len(example)).eval()
-    traced = torch.jit.trace(wrapper, tuple(example) + tuple(weights), check_trace=False)
+    args = tuple(example) + tuple(weights)
+    if target == "neuron":
+        # UNVERIFIED (no Neuron hardware here): as llama_export.py's neuron graphs, the prefill and decode graphs
+        # update their cache inputs in place, which Neuron's functional graphs may not keep.
+        import torch_neuronx
+        return torch_neuronx.trace(wrapper, args)
+    traced = torch.jit.trace(wrapper, args, check_trace=False)
     return torch.jit.freeze(traced)
+
+
+def neuron_missing() -> str:
+    """Why --target neuron cannot run here ("" when torch_neuronx imports)."""
+    try:
+        import torch_neuronx  # noqa: F401
+    except ImportError as e:
+        return f"--target neuron needs torch_neuronx (AWS Neuron SDK's torch-neuronx), not importable here: {e}"
+    return ""
 
 
 def _ints(text: str) -> List[int]:
@@ -67,7 +85,7 @@ def special_ids(hf_dir: str) -> dict:
 
 
 def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue_delay_ms: float,
-                  batch_size_policy: str = "measured") -> str:
+                  batch_size_policy: str = "measured", target: str = "cpu") -> str:
     """The model's config.yaml for sluice-server (server/README.md "Whisper" documents each key)."""
     layers, _, context, heads, head_dim = manifest["self_cache_shape"]
     positions, hidden = manifest["encoder_hidden_shape"]
@@ -77,7 +95,11 @@ def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue
     max_seqs = min(slots, manifest["decode_batch_sizes"][-1])
     prompt_bucket = manifest["prefill_lengths"][-1]
     ints = lambda values: "[" + ", ".join(str(int(v)) for v in values) + "]"  # noqa: E731
-    return f"""# Written by backend/compile/whisper_export.py: Whisper served by sluice-server (server/README.md "Whisper").
+    if target == "neuron":
+        instances = '# neuron instance settings are unverified on hardware\ninstances: [{count: 1, device: neuron, cores: "0-1"}]'
+    else:
+        instances = "instances: [{count: 1, device: cpu, intra_op_threads: 1}]"
+    return f"""# Written by backend/compile/whisper_export.py --target {target} (served as server/README.md "Whisper" says).
 name: {name}
 kind: speech
 inputs: [{{name: audio, dtype: FP32, shape: [-1], sample_rate: {manifest["sample_rate"]}}}]
@@ -85,7 +107,7 @@ outputs: [{{name: encoder_hidden, dtype: FP32, shape: [{positions}, {hidden}]}}]
 # The encoder: log-mel + encoder graphs, one 30 s bucket, every exported batch size (the dynamic batcher).
 buckets: {{lengths: [{manifest["audio_length"]}], batch_sizes: {ints(manifest["encoder_batch_sizes"])}}}
 batching: {{max_queue_delay_ms: {max_queue_delay_ms:g}, max_queue_size: 64, batch_size_policy: {batch_size_policy}}}
-instances: [{{count: 1, device: cpu, intra_op_threads: 1}}]
+{instances}
 speech:
   recognizer: whisper
   output: encoder_hidden
@@ -117,7 +139,7 @@ generation:
 
 def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batches, kv_lengths, slots: int,
            max_audio_seconds: float = 600, max_queue_delay_ms: float = 20, batch_size_policy: str = "measured",
-           log=print) -> None:
+           log=print, target: str = "cpu") -> None:
     torch.set_grad_enabled(False)
     model = whisper.load_checkpoint(hf_dir)
     dims = model.dims
@@ -155,7 +177,7 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
         assert graph_format.weight_tensors(module)[0] == names, f"{name}: weights differ"
         t0 = time.monotonic()
         path = os.path.join(tmp, "graphs", name + ".pt")
-        torch.jit.save(trace(module.eval(), example, names, weights), path)
+        torch.jit.save(trace(module.eval(), example, names, weights, target), path)
         log(f"  {name + '.pt':<26} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.2f} MiB")
     manifest = {
         "format_version": graph_format.FORMAT_VERSION,
@@ -172,7 +194,7 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
         json.dump(manifest, f, indent=1)
     with open(os.path.join(tmp, "config.yaml"), "w") as f:
         f.write(server_config(os.path.basename(out), manifest, max_audio_seconds, max_queue_delay_ms,
-                              batch_size_policy))
+                              batch_size_policy, target))
     shutil.copyfile(os.path.join(hf_dir, "tokenizer.json"), os.path.join(tmp, "tokenizer.json"))
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
@@ -193,11 +215,16 @@ def main() -> int:
     p.add_argument("--batch-size-policy", choices=["measured", "largest"], default="measured",
                    help="config.yaml batching.batch_size_policy (measured: on a CPU the 30 s encoder often runs "
                         "fastest one window at a time, so it stops batching there)")
+    p.add_argument("--target", choices=["cpu", "neuron"], default="cpu",
+                   help="cpu: torch.jit.trace + freeze; neuron: torch_neuronx.trace (unverified on hardware)")
     a = p.parse_args()
+    if a.target == "neuron" and neuron_missing():
+        print(neuron_missing(), file=sys.stderr)
+        return 2
     t0 = time.monotonic()
     export(a.checkpoint, os.path.abspath(a.out), _ints(a.encoder_batch_sizes), _ints(a.prefill_lengths),
            _ints(a.decode_batch_sizes), _ints(a.kv_lengths), a.slots, a.max_audio_seconds, a.max_queue_delay_ms,
-           a.batch_size_policy)
+           a.batch_size_policy, target=a.target)
     print(f"whisper_export: {a.out} in {time.monotonic() - t0:.1f} s")
     return 0
 
