@@ -18,6 +18,7 @@
 #include "server/voice/riva_results.h"
 #include "server/voice/chunked_session.h"
 #include "server/voice/streaming_session.h"
+#include "server/voice/whisper_stream_session.h"
 
 namespace sluice::voice {
 namespace {
@@ -46,12 +47,14 @@ class StreamingReactor final
   void OnReadDone(bool ok) override {
     SLUICE_TSAN_ACQUIRE(this);  // gRPC runs it after the StartRead (preceded by a release) that asked for it
     std::optional<ScheduledWindow> window;
+    std::shared_ptr<RecognitionHandle> superseded;
     {
       MutexLock lock(&mu_);
       reading_ = false;
       if (finishing_) return;
       if (!ok) {
         HalfClosed();
+        superseded = SupersededRunLocked();
       } else if (!voice_) {
         Configure();
       } else {
@@ -60,6 +63,7 @@ class StreamingReactor final
       if (!finishing_) window = NextWindowLocked();
       WriteOrFinishLocked();
     }
+    if (superseded) superseded->Cancel();  // its end comes to OnRunDone, as Cancelled
     RunWindow(std::move(window));
     ArmIdleAlarm();
   }
@@ -80,11 +84,13 @@ class StreamingReactor final
   void OnCancel() override {
     SLUICE_TSAN_ACQUIRE(this);  // see the constructor
     InferHandle handle;
+    std::shared_ptr<RecognitionHandle> recognition;
     bool withdrawn = false;
     {
       MutexLock lock(&mu_);
       cancelled_ = true;
       handle = window_handle_;
+      recognition = recognition_handle_;
       // A chunk decode no thread has started will now never run: its slot is free for other calls at once, and
       // the stream ends here (no read is outstanding while decoding_, so nothing else would end it).
       if (decoding_ && decodes_->Withdraw(decode_ticket_)) {
@@ -95,6 +101,7 @@ class StreamingReactor final
       }
     }
     handle.Cancel();
+    if (recognition) recognition->Cancel();
     // The decode's hold. gRPC runs OnDone only after OnCancel returns, so this is never the deleting release.
     if (withdrawn) ReleaseHold();
   }
@@ -128,8 +135,8 @@ class StreamingReactor final
       MutexLock lock(&mu_);
       done_ = true;
       if (voice_) {
-        metrics_->StreamClosed(voice_->model->config());
-        metrics_->RecordAnswer(voice_->model->config(), VoiceApi::kStreaming, finish_code_);
+        metrics_->StreamClosed(voice_->config());
+        metrics_->RecordAnswer(voice_->config(), VoiceApi::kStreaming, finish_code_);
       }
       admitted = std::move(admitted_);
       delete_now = holds_ == 0;
@@ -155,14 +162,17 @@ class StreamingReactor final
     const riva::StreamingRecognitionConfig& config = request_.streaming_config();
     absl::StatusOr<const VoiceModel*> voice = models_->Find(config.config().model());
     if (!voice.ok()) return FailLocked(ToGrpcStatus(voice.status()));
-    if (!(*voice)->model) {
+    const bool recognized = !(*voice)->model && (*voice)->config().is_encoder_decoder();
+    if (!(*voice)->model && !recognized) {
       return FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      absl::StrCat("model '", (*voice)->name(), "' does not stream: use Recognize")));
     }
-    const SpeechModel& model = *(*voice)->model;
+    const Recognizer& recognizer = *(*voice)->recognizer;
     absl::StatusOr<std::unique_ptr<StreamingAudioDecoder>> decoder = StreamingAudioDecoder::Create(
-        DeclaredFrom(config.config()), model.sample_rate(), model.speech().max_audio_seconds);
+        DeclaredFrom(config.config()), recognizer.sample_rate(), recognizer.config().speech->max_audio_seconds);
     if (!decoder.ok()) return FailLocked(ToGrpcStatus(decoder.status()));
+    if (recognized) return ConfigureRecognized(**voice, config, *std::move(decoder));
+    const SpeechModel& model = *(*voice)->model;
     StreamEngine* engine = engines_ != nullptr ? engines_->Find(model.name()) : nullptr;
     const bool ticked = engine == nullptr && tickers_ != nullptr && model.speech().streaming.shared_tick;
     absl::StatusOr<std::unique_ptr<StreamSession>> session =
@@ -181,12 +191,38 @@ class StreamingReactor final
       tick_id_ = ticker_->Register([this] { OnTick(); });
     }
     voice_ = *voice;
+    Configured(config, *std::move(decoder), *std::move(session));
+  }
+
+  // The rest of Configure, whatever runs the stream.
+  void Configured(const riva::StreamingRecognitionConfig& config, std::unique_ptr<StreamingAudioDecoder> decoder,
+                  std::unique_ptr<StreamSession> session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    window_samples_ = voice_->config().max_length();
     word_times_ = config.config().enable_word_time_offsets();
     if (request_.has_id()) id_ = request_.id();
-    audio_decoder_ = *std::move(decoder);
-    session_ = *std::move(session);
-    metrics_->StreamOpened(model.config());
+    audio_decoder_ = std::move(decoder);
+    session_ = std::move(session);
+    metrics_->StreamOpened(voice_->config());
     StartReadLocked();
+  }
+
+  // An encoder-decoder model (Whisper): its runs are recognitions of the segment so far through its Recognizer
+  // (whisper_stream_session.h), interims once per speech.streaming.step_ms of new audio.
+  void ConfigureRecognized(const VoiceModel& voice, const riva::StreamingRecognitionConfig& config,
+                           std::unique_ptr<StreamingAudioDecoder> decoder) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const Recognizer& recognizer = *voice.recognizer;
+    const int rate = recognizer.sample_rate();
+    absl::StatusOr<WhisperStreamSession> session = WhisperStreamSession::Create(WhisperStreamOptions{
+        .sample_rate = rate,
+        .window_samples = recognizer.config().max_length(),
+        .interim_step_samples = int64_t{rate} * recognizer.config().speech->streaming.step_ms / 1000,
+        .interim_results = config.interim_results()});
+    if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
+    voice_ = &voice;
+    recognizer_ = &recognizer;
+    recognize_options_.language = config.config().language_code();
+    recognize_options_.deadline = deadline_;
+    Configured(config, std::move(decoder), std::make_unique<WhisperStreamSession>(*std::move(session)));
   }
 
   static absl::StatusOr<std::unique_ptr<StreamSession>> WindowedFor(const SpeechModel& model,
@@ -383,15 +419,15 @@ class StreamingReactor final
 
   // False (and the stream failed) when the audio passes the model's max_audio_seconds.
   bool Accept(const std::vector<float>& samples) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const SpeechModel& model = *voice_->model;
-    const double seconds = static_cast<double>(samples.size()) / model.sample_rate();
-    metrics_->RecordAudio(model.config(), VoiceApi::kStreaming, seconds);
-    const double total =
-        static_cast<double>(session_->received_samples() + static_cast<int64_t>(samples.size())) / model.sample_rate();
-    if (total > model.speech().max_audio_seconds) {
+    const ModelConfig& model = voice_->config();
+    const int rate = voice_->recognizer->sample_rate();
+    const double seconds = static_cast<double>(samples.size()) / rate;
+    metrics_->RecordAudio(model, VoiceApi::kStreaming, seconds);
+    const double total = static_cast<double>(session_->received_samples() + static_cast<int64_t>(samples.size())) / rate;
+    if (total > model.speech->max_audio_seconds) {
       FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                               absl::StrCat("the stream's audio passed max_audio_seconds (",
-                                           model.speech().max_audio_seconds, " s) of model '", model.name(), "'")));
+                                           model.speech->max_audio_seconds, " s) of model '", model.name, "'")));
       return false;
     }
     session_->AddAudio(samples, absl::Now());
@@ -399,7 +435,7 @@ class StreamingReactor final
   }
 
   bool Backlogged() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return session_->backlog_samples() > kMaxBacklogWindows * voice_->model->max_window_samples();
+    return session_->backlog_samples() > kMaxBacklogWindows * window_samples_;
   }
 
   // A window to submit, numbered so that a handle coming back late is not stored for a later window.
@@ -448,8 +484,19 @@ class StreamingReactor final
       ReleaseHold();
       return;
     }
-    metrics_->RecordComputed(voice_->model->config(), VoiceApi::kStreaming,
-                             static_cast<double>(window.end - window.start) / voice_->model->sample_rate());
+    metrics_->RecordComputed(voice_->config(), VoiceApi::kStreaming,
+                             static_cast<double>(window.end - window.start) / voice_->recognizer->sample_rate());
+    if (recognizer_ != nullptr) {  // a whole recognition of the segment so far
+      std::shared_ptr<RecognitionHandle> handle =
+          recognizer_->Start(std::move(scheduled->window.samples), recognize_options_,
+                             [this](absl::StatusOr<Recognition> result) { OnRecognized(std::move(result)); });
+      {
+        MutexLock lock(&mu_);
+        if (window_running_ && window_seq_ == scheduled->seq) recognition_handle_ = std::move(handle);
+      }
+      ReleaseHold();
+      return;
+    }
     InferHandle handle =
         voice_->model->Run(std::move(scheduled->window.samples), deadline_, /*continues_admitted=*/true,
                           [this](absl::StatusOr<WindowLogProbs> result) { OnWindow(std::move(result)); });
@@ -464,19 +511,46 @@ class StreamingReactor final
   // A window's completion (a scheduler thread, or RunWindow's inside Run), holding the window's hold until its
   // last step.
   void OnWindow(absl::StatusOr<WindowLogProbs> result) ABSL_LOCKS_EXCLUDED(mu_) {
+    OnRunDone(result.status(), [&](StreamSession& session) { return session.OnWindowDone(*result, absl::Now()); });
+  }
+
+  // A recognition's completion (an engine's delivery thread, or RunWindow's inside Start), likewise.
+  void OnRecognized(absl::StatusOr<Recognition> result) ABSL_LOCKS_EXCLUDED(mu_) {
+    OnRunDone(result.status(),
+              [&](StreamSession& session) { return session.OnRecognitionDone(*result, absl::Now()); });
+  }
+
+  // A recognition in flight that the session no longer needs (RunSuperseded), to cancel once mu_ is released; its
+  // cancelled end is then the session's AbandonRun, not a refused window. Null when there is none (or its handle is
+  // not stored yet: then it simply runs to its end).
+  std::shared_ptr<RecognitionHandle> SupersededRunLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!window_running_ || !recognition_handle_ || !session_ || !session_->RunSuperseded()) return nullptr;
+    abandoning_ = true;
+    return recognition_handle_;
+  }
+
+  // Either completion: `outcome(session)` (called under mu_, only when `status` is OK) gives the results.
+  template <typename Outcome>
+  void OnRunDone(const absl::Status& status, Outcome outcome) ABSL_LOCKS_EXCLUDED(mu_) {
     std::optional<ScheduledWindow> next;
     {
       MutexLock lock(&mu_);
       window_running_ = false;
       window_handle_ = InferHandle();
-      if (!done_ && !finishing_) {
-        if (!result.ok()) {
-          FailLocked(ToGrpcStatus(RefusedWindow(result.status())));
-        } else if (absl::StatusOr<WindowOutcome> outcome = session_->OnWindowDone(*result, absl::Now());
-                   !outcome.ok()) {
-          FailLocked(ToGrpcStatus(outcome.status()));
+      recognition_handle_.reset();
+      const bool abandoned = abandoning_ && status.code() == absl::StatusCode::kCancelled && !cancelled_;
+      abandoning_ = false;
+      if (abandoned && !done_ && !finishing_) {
+        session_->AbandonRun();
+        next = NextWindowLocked();
+        WriteOrFinishLocked();
+      } else if (!done_ && !finishing_) {
+        if (!status.ok()) {
+          FailLocked(ToGrpcStatus(RefusedWindow(status)));
+        } else if (absl::StatusOr<WindowOutcome> outcome_or = outcome(*session_); !outcome_or.ok()) {
+          FailLocked(ToGrpcStatus(outcome_or.status()));
         } else {
-          Deliver(*outcome);
+          Deliver(*outcome_or);
           if (read_paused_ && !Backlogged()) {
             read_paused_ = false;
             StartReadLocked();
@@ -494,13 +568,13 @@ class StreamingReactor final
   // A refused window ends the stream (see the header): the status says so and how far the stream got.
   absl::Status RefusedWindow(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return absl::Status(status.code(),
-                        absl::StrCat("model '", voice_->model->name(), "' refused a window of this stream (",
+                        absl::StrCat("model '", voice_->name(), "' refused a window of this stream (",
                                      status.message(), "); the stream ends after ", reported_processed_,
                                      " s of audio in final results: reconnect and resend the audio after them"));
   }
 
   void Deliver(const WindowOutcome& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const ModelConfig& config = voice_->model->config();
+    const ModelConfig& config = voice_->config();
     for (absl::Duration latency : outcome.chunk_latencies) metrics_->RecordChunkLatency(config, latency);
     if (outcome.final_latency) metrics_->RecordFinalLatency(config, *outcome.final_latency);
     for (const StreamResult& result : outcome.results) {
@@ -570,6 +644,10 @@ class StreamingReactor final
   // Likewise (set with voice_ for a model with a stream engine): the engine and the stream's slot in it.
   StreamEngine* engine_ = nullptr;
   int slot_ = -1;
+  // Likewise (set for an encoder-decoder model): its recognizer, and the options every run of the stream takes.
+  const Recognizer* recognizer_ = nullptr;
+  RecognizeOptions recognize_options_;
+  int64_t window_samples_ = 0;  // the model's largest bucket (flow control's unit)
   // Likewise (set for a windowed model with speech.streaming.shared_tick): its ticker and this stream's entry.
   WindowTicker* ticker_ = nullptr;
   int64_t tick_id_ = 0;
@@ -590,6 +668,8 @@ class StreamingReactor final
   bool window_running_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t window_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the running (or last) window's number
   InferHandle window_handle_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<RecognitionHandle> recognition_handle_ ABSL_GUARDED_BY(mu_);  // a recognized stream's run
+  bool abandoning_ ABSL_GUARDED_BY(mu_) = false;  // that run was cancelled as superseded (SupersededRunLocked)
   // Work in flight outside gRPC's reactions that uses `this`: two per running window, one per offloaded decode,
   // one per pending idle alarm (the header's Lifetime note).
   int holds_ ABSL_GUARDED_BY(mu_) = 0;

@@ -4,7 +4,9 @@
 // queued) and its chunks step with every other stream's. Other models run a StreamingSession: windows through the
 // speech model's scheduler, where they batch with every other stream's; with speech.streaming.shared_tick the
 // stream registers with its model's WindowTicker (window_ticker.h) and starts each window at a tick (at once after
-// its audio ended or when two steps behind), unregistering first thing in OnDone. Below, "window" means either.
+// its audio ended or when two steps behind), unregistering first thing in OnDone. An encoder-decoder model (Whisper)
+// runs a WhisperStreamSession: each run is a whole recognition of the segment so far through the model's Recognizer
+// (cancelled through its handle by OnCancel). Below, "window" means any of these runs.
 //
 // Flow control: the reactor reads the next audio message only while the stream's unprocessed audio is under
 // kMaxBacklogWindows largest buckets, so a client that sends faster than the model keeps up is held back by
@@ -28,8 +30,9 @@
 // has finished the stream: a window refused inside Run completes, and may Finish, before Run returns), an
 // offloaded decode one (released as OnChunkDecoded's last step, or by OnCancel once it took the decode back) and a pending idle alarm one (released as
 // OnIdleAlarm's last step). gRPC calls OnDone only after Finish and after every reaction has returned.
-// Thread-safety: gRPC callbacks, window completions (scheduler threads), decode completions (DecodeExecutor
-// threads) and the idle alarm (a gRPC executor thread) serialise on the reactor's mutex. The model, the decoder
+// Thread-safety: gRPC callbacks, window completions (scheduler threads; a recognition's: the decoder's delivery
+// thread), decode completions (DecodeExecutor threads) and the idle alarm (a gRPC executor thread) serialise on
+// the reactor's mutex. The model (its Recognizer too), the decoder
 // of an offloaded chunk and grpc::Alarm::Set/Cancel are never called under it (a refused window completes inside
 // the call); gRPC's StartRead, StartWrite and Finish and DecodeExecutor::Submit and Withdraw are, since they only
 // queue (or unqueue) the operation. The stream engine's AcquireSlot, and ReleaseSlot while none of the stream's

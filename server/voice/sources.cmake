@@ -26,6 +26,7 @@ set(SLUICE_VOICE_SERVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/ctc_recognizer.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_audio.cc
   ${CMAKE_CURRENT_LIST_DIR}/streaming_session.cc
+  ${CMAKE_CURRENT_LIST_DIR}/whisper_stream_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/chunked_session.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_engine.cc
   ${CMAKE_CURRENT_LIST_DIR}/window_ticker.cc

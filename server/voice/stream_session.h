@@ -4,6 +4,8 @@
 //                                           model, through the model's dynamic batcher
 //   ChunkedSession (chunked_session.h)      one chunk of new audio per run, each frame computed once, for a
 //                                           cache-aware model (speech.stream_step) stepped by its StreamEngine
+//   WhisperStreamSession                    whole recognitions of the segment so far, re-run as audio arrives,
+//     (whisper_stream_session.h)            for an encoder-decoder model (Whisper) through its Recognizer
 // The gRPC reactor (riva_streaming.cc) drives either through this interface.
 // Thread-safety: none; the caller serialises every call (the gRPC reactor holds its mutex).
 #pragma once
@@ -16,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/voice/ctc_decoder.h"
+#include "server/voice/recognizer.h"
 #include "server/voice/speech_model.h"
 
 namespace sluice::voice {
@@ -51,6 +54,15 @@ class StreamSession {
   // The result of the run NextWindow gave last. FailedPrecondition when none is in flight; Internal when the
   // model returned fewer frames than the run's audio needs.
   virtual absl::StatusOr<WindowOutcome> OnWindowDone(const WindowLogProbs& log_probs, absl::Time now) = 0;
+  // The same for a session whose runs are recognitions (WhisperStreamSession); the others answer
+  // FailedPrecondition.
+  virtual absl::StatusOr<WindowOutcome> OnRecognitionDone(const Recognition& /*recognition*/, absl::Time /*now*/) {
+    return absl::FailedPreconditionError("this stream's runs are model windows, not recognitions");
+  }
+  // The run in flight can no longer give the stream anything (e.g. an interim when the audio has ended): the caller
+  // may cancel it, and then reports its cancelled end with AbandonRun instead of a result.
+  virtual bool RunSuperseded() const { return false; }
+  virtual void AbandonRun() {}
   // At the end of the audio with nothing left to run: the segment's final result (once), else nullopt.
   virtual std::optional<WindowOutcome> TakeClosingResult(absl::Time now) = 0;
   virtual bool finished() const = 0;

@@ -16,8 +16,12 @@
 3. Language detection (no language given) on two clips: the same text as with en given.
 4. Long audio: the first clips joined until longer than Whisper's 30 s window: two windows, their text's WER
    against the clips' sentences <= W + 0.1 (a word cut at the window edge may be misheard).
-5. Errors, each INVALID_ARGUMENT naming what is wrong: an unknown language code, audio over max_audio_seconds; and
-   StreamingRecognize on the Whisper model is refused naming the model.
+5. Errors, each INVALID_ARGUMENT naming what is wrong: an unknown language code, audio over max_audio_seconds.
+6. StreamingRecognize (the Riva client's streaming_response_generator): three clips at once, each sent in 0.5 s
+   chunks at real time with interim results: the stream's final text must equal the clip's Recognize transcript
+   (the final run recognizes the same audio), and interims must arrive; the long audio of 4. sent as fast as
+   possible without interims: two finals (one per 30 s window), together the long Recognize text. Reports the
+   interim count and the final's latency after the last chunk.
 """
 import argparse
 import concurrent.futures
@@ -222,8 +226,48 @@ def main() -> int:
     expect_invalid(lambda: asr.offline_recognize(audio[0], config(a.model, language="xx-YY")), "xx-YY")
     too_long = b"\0\0" * int((a.max_audio_seconds + 1) * 16000)
     expect_invalid(lambda: asr.offline_recognize(too_long, config(a.model)), "seconds")
-    streaming = riva.client.StreamingRecognitionConfig(config=config(a.model), interim_results=True)
-    expect_invalid(lambda: list(asr.streaming_response_generator([audio[0][:32000]], streaming)), a.model)
+
+    # 6. StreamingRecognize.
+    def stream(pcm_bytes: bytes, interim: bool, pace: bool):
+        """(final texts, interim count, seconds from the last chunk sent to the last final)."""
+        sent = {}
+        chunk = 16000  # 0.5 s of 16-bit mono 16 kHz
+
+        def chunks():
+            for start in range(0, len(pcm_bytes), chunk):
+                if pace and start:
+                    time.sleep(0.5)
+                yield pcm_bytes[start:start + chunk]
+            sent["last"] = time.monotonic()
+
+        streaming = riva.client.StreamingRecognitionConfig(config=config(a.model), interim_results=interim)
+        finals, interims, last_final = [], 0, None
+        for response in asr.streaming_response_generator(chunks(), streaming):
+            for result in response.results:
+                if result.is_final:
+                    finals.append(result.alternatives[0].transcript.strip() if result.alternatives else "")
+                    last_final = time.monotonic()
+                else:
+                    interims += 1
+        return finals, interims, (last_final - sent["last"]) if last_final and "last" in sent else None
+
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        streamed = list(pool.map(lambda x: stream(x, interim=True, pace=True), audio[:3]))
+    for k, (finals, interims, latency) in enumerate(streamed):
+        clip_seconds = len(audio[k]) / 2 / 16000
+        log(f"  stream {k}: {clip_seconds:.1f} s at real time, {interims} interims, finals {finals!r}, final "
+            f"{latency:.2f} s after the last chunk")
+        check(" ".join(finals) == served[k], f"stream {k}: finals {finals!r} != Recognize's {served[k]!r}")
+        check(interims > 0, f"stream {k}: no interim result in {clip_seconds:.1f} s of real-time audio")
+    log(f"StreamingRecognize: 3 clips at once at real time in {time.monotonic() - t0:.1f} s; finals equal "
+        f"Recognize's; final latency after the last chunk {min(x[2] for x in streamed):.2f}-"
+        f"{max(x[2] for x in streamed):.2f} s")
+    finals, _, latency = stream(joined, interim=False, pace=False)
+    log(f"  long stream: {long_seconds:.1f} s sent at once: finals {finals!r}")
+    check(len(finals) == 2, f"the {long_seconds:.1f} s stream gave {len(finals)} finals, not 2 (one per window)")
+    check(" ".join(finals) == got, f"the long stream's finals {finals!r} != the long Recognize text {got!r}")
+    log("StreamingRecognize long audio: two finals, together the long Recognize text")
     log("whisper_server_check: PASSED")
     return 0
 
