@@ -18,10 +18,11 @@
    against the clips' sentences <= W + 0.1 (a word cut at the window edge may be misheard).
 5. Errors, each INVALID_ARGUMENT naming what is wrong: an unknown language code, audio over max_audio_seconds.
 6. StreamingRecognize (the Riva client's streaming_response_generator): three clips at once, each sent in 0.5 s
-   chunks at real time with interim results: the stream's final text must equal the clip's Recognize transcript
-   (the final run recognizes the same audio), and interims must arrive; the long audio of 4. sent as fast as
-   possible without interims: two finals (one per 30 s window), together the long Recognize text. Reports the
-   interim count and the final's latency after the last chunk.
+   chunks at real time with interim results, the stream kept open after its audio until an interim has come (on a
+   loaded CPU a recognition can outlast a short clip, and one still running when the audio ends is dropped for the
+   final): the stream's final text must equal the clip's Recognize transcript (the final run recognizes the same
+   audio); the long audio of 4. sent as fast as possible without interims: two finals (one per 30 s window),
+   together the long Recognize text. Reports the interims and the final's latency after the stream's half-close.
 """
 import argparse
 import concurrent.futures
@@ -29,6 +30,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.request
 import wave
@@ -230,7 +232,7 @@ def main() -> int:
     # 6. StreamingRecognize.
     def stream(pcm_bytes: bytes, interim: bool, pace: bool):
         """(final texts, interim count, seconds from the last chunk sent to the last final)."""
-        sent = {}
+        sent, got_interim = {}, threading.Event()
         chunk = 16000  # 0.5 s of 16-bit mono 16 kHz
 
         def chunks():
@@ -238,6 +240,8 @@ def main() -> int:
                 if pace and start:
                     time.sleep(0.5)
                 yield pcm_bytes[start:start + chunk]
+            if interim:
+                got_interim.wait(120)
             sent["last"] = time.monotonic()
 
         streaming = riva.client.StreamingRecognitionConfig(config=config(a.model), interim_results=interim)
@@ -249,6 +253,7 @@ def main() -> int:
                     last_final = time.monotonic()
                 else:
                     interims += 1
+                    got_interim.set()
         return finals, interims, (last_final - sent["last"]) if last_final and "last" in sent else None
 
     t0 = time.monotonic()
@@ -257,11 +262,11 @@ def main() -> int:
     for k, (finals, interims, latency) in enumerate(streamed):
         clip_seconds = len(audio[k]) / 2 / 16000
         log(f"  stream {k}: {clip_seconds:.1f} s at real time, {interims} interims, finals {finals!r}, final "
-            f"{latency:.2f} s after the last chunk")
+            f"{latency:.2f} s after the half-close")
         check(" ".join(finals) == served[k], f"stream {k}: finals {finals!r} != Recognize's {served[k]!r}")
-        check(interims > 0, f"stream {k}: no interim result in {clip_seconds:.1f} s of real-time audio")
+        check(interims > 0, f"stream {k}: no interim result within 120 s of its audio")
     log(f"StreamingRecognize: 3 clips at once at real time in {time.monotonic() - t0:.1f} s; finals equal "
-        f"Recognize's; final latency after the last chunk {min(x[2] for x in streamed):.2f}-"
+        f"Recognize's; final latency after the half-close {min(x[2] for x in streamed):.2f}-"
         f"{max(x[2] for x in streamed):.2f} s")
     finals, _, latency = stream(joined, interim=False, pace=False)
     log(f"  long stream: {long_seconds:.1f} s sent at once: finals {finals!r}")

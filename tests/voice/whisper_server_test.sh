@@ -53,7 +53,7 @@ GRPC=$(sed -n 's/.* grpc=\([^ ]*\).*/\1/p' <<< "$READY_LINE")
 HTTP=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<< "$READY_LINE")
 log "$READY_LINE"
 
-timeout 600 "$VENV/bin/python" "$HERE/whisper_server_check.py" --grpc "$GRPC" --http "$HTTP" --model "$MODEL" \
+timeout 800 "$VENV/bin/python" "$HERE/whisper_server_check.py" --grpc "$GRPC" --http "$HTTP" --model "$MODEL" \
   --testset "$WORK/testset" --reference "$WORK/reference.json" --max-wer "$MAX_WER" \
   --max-audio-seconds "$MAX_AUDIO_SECONDS" || fail "whisper_server_check.py"
 
