@@ -207,7 +207,9 @@ class StreamingReactor final
   }
 
   // An encoder-decoder model (Whisper): its runs are recognitions of the segment so far through its Recognizer
-  // (whisper_stream_session.h), interims once per speech.streaming.step_ms of new audio.
+  // (whisper_stream_session.h), interims once per speech.streaming.step_ms of new audio. Energy endpointing only when
+  // the client asks for it: EndpointingConfig.stop_history (ms of silence after speech; start_history: ms of speech
+  // first); the thresholds are probabilities of a model's output, which Whisper has none to compare with.
   void ConfigureRecognized(const VoiceModel& voice, const riva::StreamingRecognitionConfig& config,
                            std::unique_ptr<StreamingAudioDecoder> decoder) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Recognizer& recognizer = *voice.recognizer;
@@ -216,7 +218,10 @@ class StreamingReactor final
         .sample_rate = rate,
         .window_samples = recognizer.config().max_length(),
         .interim_step_samples = int64_t{rate} * recognizer.config().speech->streaming.step_ms / 1000,
-        .interim_results = config.interim_results()});
+        .interim_results = config.interim_results(),
+        .endpoint_silence_samples = EndpointMs(config, &riva::EndpointingConfig::stop_history) * rate / 1000,
+        .endpoint_min_speech_samples = EndpointMs(config, &riva::EndpointingConfig::start_history) * rate / 1000,
+        .vad_frame_samples = rate / 50});
     if (!session.ok()) return FailLocked(ToGrpcStatus(session.status()));
     voice_ = &voice;
     recognizer_ = &recognizer;
@@ -239,6 +244,14 @@ class StreamingReactor final
         decoder);
     if (!session.ok()) return session.status();
     return std::make_unique<StreamingSession>(*std::move(session));
+  }
+
+  // A positive EndpointingConfig history field (ms), else 0.
+  static int64_t EndpointMs(const riva::StreamingRecognitionConfig& config,
+                            int32_t (riva::EndpointingConfig::*field)() const) {
+    if (!config.config().has_endpointing_config()) return 0;
+    const int32_t ms = (config.config().endpointing_config().*field)();
+    return ms > 0 ? ms : 0;
   }
 
   // Riva's EndpointingConfig, where it maps (chunked_session.h); unset fields keep the model's defaults.

@@ -8,23 +8,68 @@ namespace sluice::voice {
 
 absl::StatusOr<WhisperStreamSession> WhisperStreamSession::Create(const WhisperStreamOptions& options) {
   if (options.sample_rate < 1 || options.window_samples < 1 || options.interim_step_samples < 1 ||
-      options.interim_step_samples > options.window_samples) {
+      options.interim_step_samples > options.window_samples || options.endpoint_silence_samples < 0 ||
+      options.endpoint_min_speech_samples < 0 || options.vad_frame_samples < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a Whisper stream needs a positive sample rate, window and interim step, the step within the window (rate ",
+        "a Whisper stream needs a positive sample rate, window, interim step and VAD frame, the step within the window, "
+        "no negative endpointing lengths (rate ",
         options.sample_rate, ", window ", options.window_samples, " samples, step ", options.interim_step_samples,
         ")"));
   }
   return WhisperStreamSession(options);
 }
 
-void WhisperStreamSession::AddAudio(std::span<const float> samples, absl::Time now) { audio_.Add(samples, now); }
+void WhisperStreamSession::AddAudio(std::span<const float> samples, absl::Time now) {
+  if (audio_.ended()) return;
+  audio_.Add(samples, now);
+  if (options_.endpoint_silence_samples > 0) Scan(samples);
+}
+
+void WhisperStreamSession::Scan(std::span<const float> samples) {
+  const double threshold = static_cast<double>(options_.speech_rms) * options_.speech_rms;
+  for (float sample : samples) {
+    frame_energy_ += static_cast<double>(sample) * sample;
+    if (++frame_fill_ < options_.vad_frame_samples) continue;
+    const int64_t frame_start = frames_end_;
+    frames_end_ += frame_fill_;
+    const bool speech = frame_energy_ / static_cast<double>(frame_fill_) >= threshold;
+    frame_energy_ = 0;
+    frame_fill_ = 0;
+    if (speech) {
+      speech_samples_ += options_.vad_frame_samples;
+      silence_start_ = -1;
+      continue;
+    }
+    if (silence_start_ < 0) silence_start_ = frame_start;
+    const bool spoke = speech_samples_ > 0 && speech_samples_ >= options_.endpoint_min_speech_samples;
+    if (spoke && frames_end_ - silence_start_ >= options_.endpoint_silence_samples) {
+      const int64_t cut = silence_start_ + options_.endpoint_silence_samples / 2;
+      const int64_t after = cuts_.empty() ? segment_start_ : cuts_.back();
+      if (cut > after) cuts_.push_back(cut);
+      speech_samples_ = 0;  // the next segment needs speech of its own
+    }
+  }
+}
+
+// A segment starts at `start` (a cut or the end of a full window): speech counted before it is the old segment's.
+void WhisperStreamSession::NewSegment(int64_t start) {
+  segment_start_ = start;
+  audio_.DropBefore(start);
+  while (!cuts_.empty() && cuts_.front() <= start) cuts_.pop_front();
+  if (silence_start_ >= 0 && silence_start_ <= start) {  // silence since before the start: no speech in it yet
+    speech_samples_ = 0;
+    silence_start_ = start;
+  }
+}
 
 void WhisperStreamSession::EndOfAudio(absl::Time now) { audio_.End(now); }
 
 std::optional<StreamWindow> WhisperStreamSession::NextWindow() {
   if (in_flight_ || finished_) return std::nullopt;
   const int64_t available = audio_.received() - segment_start_;
-  if (available >= options_.window_samples) return StartRun(segment_start_ + options_.window_samples, true);
+  const int64_t window_end = segment_start_ + options_.window_samples;
+  if (!cuts_.empty() && cuts_.front() <= window_end) return StartRun(cuts_.front(), true);  // an endpoint
+  if (available >= options_.window_samples) return StartRun(window_end, true);
   if (audio_.ended()) {
     if (available > 0) return StartRun(audio_.received(), true);
     return std::nullopt;
@@ -69,8 +114,7 @@ absl::StatusOr<WindowOutcome> WhisperStreamSession::OnRecognitionDone(const Reco
     } else if (audio_.last_done_arrival()) {
       outcome.final_latency = now - *audio_.last_done_arrival();
     }
-    segment_start_ = run_end_;
-    audio_.DropBefore(segment_start_);
+    NewSegment(run_end_);
     ++finals_;
   }
   return outcome;

@@ -23,6 +23,9 @@
    final): the stream's final text must equal the clip's Recognize transcript (the final run recognizes the same
    audio); the long audio of 4. sent as fast as possible without interims: two finals (one per 30 s window),
    together the long Recognize text. Reports the interims and the final's latency after the stream's half-close.
+   Endpointing (EndpointingConfig stop_history 800 ms): three clips with 1.5 s of silence between them, sent at
+   once: three finals, one per clip, their WER against the sentences within the bound (+0.05: each segment's audio
+   is cut inside the silence, not where the clip file starts and ends).
 """
 import argparse
 import concurrent.futures
@@ -230,7 +233,7 @@ def main() -> int:
     expect_invalid(lambda: asr.offline_recognize(too_long, config(a.model)), "seconds")
 
     # 6. StreamingRecognize.
-    def stream(pcm_bytes: bytes, interim: bool, pace: bool):
+    def stream(pcm_bytes: bytes, interim: bool, pace: bool, stop_history_ms: int = 0):
         """(final texts, interim count, seconds from the last chunk sent to the last final)."""
         sent, got_interim = {}, threading.Event()
         chunk = 16000  # 0.5 s of 16-bit mono 16 kHz
@@ -244,7 +247,10 @@ def main() -> int:
                 got_interim.wait(120)
             sent["last"] = time.monotonic()
 
-        streaming = riva.client.StreamingRecognitionConfig(config=config(a.model), interim_results=interim)
+        recognition = config(a.model)
+        if stop_history_ms:
+            recognition.endpointing_config.stop_history = stop_history_ms
+        streaming = riva.client.StreamingRecognitionConfig(config=recognition, interim_results=interim)
         finals, interims, last_final = [], 0, None
         for response in asr.streaming_response_generator(chunks(), streaming):
             for result in response.results:
@@ -273,6 +279,14 @@ def main() -> int:
     check(len(finals) == 2, f"the {long_seconds:.1f} s stream gave {len(finals)} finals, not 2 (one per window)")
     check(" ".join(finals) == got, f"the long stream's finals {finals!r} != the long Recognize text {got!r}")
     log("StreamingRecognize long audio: two finals, together the long Recognize text")
+    silence = b"\0\0" * 24000  # 1.5 s
+    finals, _, _ = stream(silence.join(audio[:3]), interim=False, pace=False, stop_history_ms=800)
+    log(f"  endpointing: 3 clips with 1.5 s of silence between them: finals {finals!r}")
+    check(len(finals) == 3, f"endpointing gave {len(finals)} finals for 3 clips separated by 1.5 s of silence")
+    ep_rate, _, _ = wer.corpus_wer((text, got) for (_, text), got in zip(clips[:3], finals))
+    same = sum(1 for got, want in zip(finals, served[:3]) if got == want)
+    log(f"StreamingRecognize endpointing: a final per clip, WER {ep_rate:.4f}, {same}/3 equal to Recognize's text")
+    check(ep_rate <= a.max_wer + 0.05, f"endpointed finals' WER {ep_rate:.4f} > {a.max_wer + 0.05}")
     log("whisper_server_check: PASSED")
     return 0
 

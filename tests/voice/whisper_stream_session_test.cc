@@ -3,6 +3,7 @@
 // stream into the same 30 s windows Recognize cuts a long recording into.
 #include "server/voice/whisper_stream_session.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,79 @@ TEST(WhisperStreamSessionTest, LogProbsAndBadOptionsAreRefused) {
   auto bad = WhisperStreamSession::Create({.sample_rate = kRate, .window_samples = 100, .interim_step_samples = 200});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("step"));
+}
+
+// Endpointing: speech (amplitude 0.5) and silence (zeros) in 10 ms VAD frames of 1 sample each (kRate 100).
+class EndpointStream {
+ public:
+  explicit EndpointStream(int64_t silence = 80, int64_t min_speech = 0) {
+    auto session = WhisperStreamSession::Create({.sample_rate = kRate, .window_samples = kWindow,
+                                                 .interim_step_samples = 100, .interim_results = false,
+                                                 .endpoint_silence_samples = silence,
+                                                 .endpoint_min_speech_samples = min_speech,
+                                                 .vad_frame_samples = 1, .speech_rms = 0.01f});
+    EXPECT_TRUE(session.ok()) << session.status();
+    session_.emplace(*std::move(session));
+  }
+  void Add(double seconds, float value) {
+    session_->AddAudio(std::vector<float>(static_cast<size_t>(seconds * kRate), value), kT0);
+  }
+  // Runs what the session asks for; the finals' [start, end).
+  std::vector<std::string> Run() {
+    std::vector<std::string> finals;
+    while (std::optional<StreamWindow> window = session_->NextWindow()) {
+      absl::StatusOr<WindowOutcome> outcome = session_->OnRecognitionDone(Recognition{}, kT0);
+      EXPECT_TRUE(outcome.ok());
+      if (outcome->results[0].is_final) finals.push_back(absl::StrCat("[", window->start, ",", window->end, ")"));
+    }
+    return finals;
+  }
+  WhisperStreamSession& session() { return *session_; }
+
+ private:
+  std::optional<WhisperStreamSession> session_;
+};
+
+TEST(WhisperStreamSessionTest, EndpointingEndsASegmentInTheMiddleOfASilenceAfterSpeech) {
+  EndpointStream stream(/*silence=*/80);
+  stream.Add(2, 0.0f);    // leading silence: no speech yet, no endpoint
+  EXPECT_TRUE(stream.Run().empty());
+  stream.Add(3, 0.5f);    // speech [200, 500)
+  stream.Add(0.5, 0.0f);  // 50 of silence: not yet
+  EXPECT_TRUE(stream.Run().empty());
+  stream.Add(0.5, 0.0f);  // silence reaches 80 at 580: cut at 500 + 40
+  EXPECT_THAT(stream.Run(), ElementsAre("[0,540)"));
+  stream.Add(3, 0.0f);    // more silence: the new segment has no speech, no endpoint
+  EXPECT_TRUE(stream.Run().empty());
+  stream.Add(1, 0.5f);    // speech [900, 1000), then silence past 80
+  stream.Add(1, 0.0f);
+  EXPECT_THAT(stream.Run(), ElementsAre("[540,1040)"));
+  stream.session().EndOfAudio(kT0);
+  EXPECT_THAT(stream.Run(), ElementsAre("[1040,1100)"));  // the rest, at the end
+}
+
+TEST(WhisperStreamSessionTest, EndpointingNeedsTheMinimumSpeechAndSupersedesAnInterim) {
+  EndpointStream stream(/*silence=*/50, /*min_speech=*/100);
+  stream.Add(0.5, 0.5f);  // 50 of speech: under the minimum
+  stream.Add(1, 0.0f);
+  EXPECT_TRUE(stream.Run().empty());
+  stream.Add(1, 0.5f);    // 100 more: 150 in all
+  stream.Add(1, 0.0f);    // cut at 250 + 25
+  EXPECT_THAT(stream.Run(), ElementsAre("[0,275)"));
+
+  auto interim = WhisperStreamSession::Create({.sample_rate = kRate, .window_samples = kWindow,
+                                               .interim_step_samples = 10, .interim_results = true,
+                                               .endpoint_silence_samples = 50, .vad_frame_samples = 1});
+  ASSERT_TRUE(interim.ok());
+  interim->AddAudio(std::vector<float>(100, 0.5f), kT0);
+  ASSERT_TRUE(interim->NextWindow().has_value());  // an interim run
+  EXPECT_FALSE(interim->RunSuperseded());
+  interim->AddAudio(std::vector<float>(60, 0.0f), kT0);  // an endpoint while it runs
+  EXPECT_TRUE(interim->RunSuperseded());
+  interim->AbandonRun();
+  std::optional<StreamWindow> final_run = interim->NextWindow();
+  ASSERT_TRUE(final_run.has_value());
+  EXPECT_EQ(final_run->end, 125);
 }
 
 }  // namespace
