@@ -16,17 +16,23 @@ namespace sluice::loadtest {
 
 namespace {
 
-bool IsReferenceTranscript(const std::filesystem::path& path) {
-  return absl::AsciiStrToLower(path.extension().string()) == ".txt";
+// Text files a test set keeps beside its recordings (references, manifests, notes): never audio. Any other file
+// libsndfile cannot read is an error, so a mistyped or damaged recording is not silently left out.
+bool IsTextFile(const std::filesystem::path& path) {
+  const std::string extension = absl::AsciiStrToLower(path.extension().string());
+  for (const char* text : {".txt", ".tsv", ".csv", ".json", ".jsonl", ".md", ".yaml", ".yml"}) {
+    if (extension == text) return true;
+  }
+  return false;
 }
 
-// The folder's regular files, sorted, without dot files and reference transcripts.
+// The folder's regular files, sorted, without dot files and text files (references, manifests).
 absl::StatusOr<std::vector<std::filesystem::path>> ListFiles(const std::string& dir) {
   std::error_code error;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     if (entry.is_regular_file() && entry.path().filename().string().rfind('.', 0) != 0 &&
-        !IsReferenceTranscript(entry.path())) {
+        !IsTextFile(entry.path())) {
       files.push_back(entry.path());
     }
   }

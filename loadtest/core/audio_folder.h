@@ -3,7 +3,8 @@
 // the model's sample rate (several channels are averaged; another sample rate is resampled with libsamplerate's
 // SRC_SINC_MEDIUM_QUALITY, the converter sluice-server uses, and counted). Clips longer than the model's largest
 // bucket (after resampling) are cut to it, and counted. A text file `<name>.txt` beside a recording `<name>.wav`
-// (or .flac, ...) holds its reference transcript (for WER); .txt files are never taken for audio.
+// (or .flac, ...) holds its reference transcript (for WER); text files (.txt, .tsv, .csv, .json, .jsonl, .md,
+// .yaml, .yml: references, manifests, notes) are never taken for audio.
 // ProbeAudioFolder reads only the files' headers (sluice-advisor's lengths).
 // Thread-safety: plain values and a pure function.
 #pragma once

@@ -191,9 +191,10 @@ TEST(SpeechAudioTest, ReferenceTranscriptsBesideRecordings) {
   WriteWav(dir / "b.wav", 900);
   std::ofstream(dir / "a.txt") << "  Hello there.\n";
   std::ofstream(dir / "notes.TXT") << "not audio, not a reference of any recording";
+  std::ofstream(dir / "manifest.tsv") << "a.wav\tHello there.\n";  // a test set's manifest: text, not audio
   absl::StatusOr<AudioFolder> folder = LoadAudioFolder(dir.string(), 16000, 16000);
   ASSERT_TRUE(folder.ok()) << folder.status();
-  ASSERT_EQ(folder->clips.size(), 2u);  // the .txt files are not audio
+  ASSERT_EQ(folder->clips.size(), 2u);  // the text files are not audio
   EXPECT_EQ(folder->clips[0].reference, "Hello there.");
   EXPECT_FALSE(folder->clips[1].reference.has_value());
   absl::StatusOr<std::vector<AudioFileInfo>> probed = ProbeAudioFolder(dir.string());
