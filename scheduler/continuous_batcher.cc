@@ -107,10 +107,12 @@ struct Instance {
   SlotPool slots;
   std::optional<PrefixBlockTable> prefix;  // prefix caching: which prompt blocks this instance's cache holds
   Sampler sampler;
-  std::vector<float> masked;
+  std::vector<float> masked;  // one logits row with suppressed ids excluded (Suppressed())
   // Tokens sampled since the last hand-over to `lane` (FlushOutbox), which runs the clients' callbacks in order.
+  // The engine thread's, like `sampler`; the watchdog reads it (empty: every backend call starts with a hand-over)
+  // only while the engine thread is inside a call.
   std::vector<std::pair<ClientPtr, GeneratedToken>> outbox;
-  DeliveryLane lane;  // one logits row with suppressed ids excluded (Suppressed())
+  DeliveryLane lane;
   // Under the batcher's mu_:
   bool executing = false;      // a Prefill/Decode call is in flight
   absl::Time executing_since;  // when it started
@@ -722,7 +724,9 @@ class ContinuousBatcher::Impl {
     const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
     const int index = seq.generated++;
     seq.last_token = token;
-    if (seq.client->on_token) in.outbox.emplace_back(seq.client, GeneratedToken{token, index, produced, seq.cached_tokens});
+    if (seq.client->on_token) {
+      in.outbox.emplace_back(seq.client, GeneratedToken{token, index, produced, seq.cached_tokens});
+    }
     const std::vector<int32_t>& stop = seq.request.stop_token_ids;
     if (gen_.IsEos(token) && !seq.request.ignore_eos) return FinishReason::kStop;
     if (std::find(stop.begin(), stop.end(), token) != stop.end()) return FinishReason::kStop;

@@ -96,10 +96,11 @@ def server_config(name: str, manifest: dict, max_audio_seconds: float, max_queue
     prompt_bucket = manifest["prefill_lengths"][-1]
     ints = lambda values: "[" + ", ".join(str(int(v)) for v in values) + "]"  # noqa: E731
     if target == "neuron":
-        instances = '# neuron instance settings are unverified on hardware\ninstances: [{count: 1, device: neuron, cores: "0-1"}]'
+        instances = ('# neuron instance settings are unverified on hardware\n'
+                     'instances: [{count: 1, device: neuron, cores: "0-1"}]')
     else:
         instances = "instances: [{count: 1, device: cpu, intra_op_threads: 1}]"
-    return f"""# Written by backend/compile/whisper_export.py --target {target} (served as server/README.md "Whisper" says).
+    return f"""# Written by backend/compile/whisper_export.py --target {target} (server/README.md "Whisper").
 name: {name}
 kind: speech
 inputs: [{{name: audio, dtype: FP32, shape: [-1], sample_rate: {manifest["sample_rate"]}}}]

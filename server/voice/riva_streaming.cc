@@ -436,7 +436,8 @@ class StreamingReactor final
     const int rate = voice_->recognizer->sample_rate();
     const double seconds = static_cast<double>(samples.size()) / rate;
     metrics_->RecordAudio(model, VoiceApi::kStreaming, seconds);
-    const double total = static_cast<double>(session_->received_samples() + static_cast<int64_t>(samples.size())) / rate;
+    const double total =
+        static_cast<double>(session_->received_samples() + static_cast<int64_t>(samples.size())) / rate;
     if (total > model.speech->max_audio_seconds) {
       FailLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                               absl::StrCat("the stream's audio passed max_audio_seconds (",

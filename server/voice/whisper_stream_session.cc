@@ -11,8 +11,8 @@ absl::StatusOr<WhisperStreamSession> WhisperStreamSession::Create(const WhisperS
       options.interim_step_samples > options.window_samples || options.endpoint_silence_samples < 0 ||
       options.endpoint_min_speech_samples < 0 || options.vad_frame_samples < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a Whisper stream needs a positive sample rate, window, interim step and VAD frame, the step within the window, "
-        "no negative endpointing lengths (rate ",
+        "a Whisper stream needs a positive sample rate, window, interim step and VAD frame, the step within the "
+        "window, no negative endpointing lengths (rate ",
         options.sample_rate, ", window ", options.window_samples, " samples, step ", options.interim_step_samples,
         ")"));
   }
