@@ -214,10 +214,12 @@ TEST_F(AudioLengthsTest, EachRecordingAtTheModelsRateEmptyOnesSkipped) {
   ASSERT_EQ(audio->Notes(16000).size(), 2u);
   EXPECT_THAT(audio->Notes(16000)[0], HasSubstr("1 recordings at 8000 Hz count as their length resampled to 16000 Hz"));
 
-  Write("a.txt", "the reference transcript of a.wav\n");  // .txt files are references, never audio
-  EXPECT_TRUE(LengthsFromAudioFolder(dir_.string(), 16000).ok());
+  Write("a.txt", "the reference transcript of a.wav\n");  // text files are references or manifests, never audio
+  Write("manifest.tsv", "a.wav\tthe reference\n");
   Write("notes.md", "not audio\n");
-  EXPECT_THAT(LengthsFromAudioFolder(dir_.string(), 16000).status().message(), HasSubstr("notes.md: not audio"));
+  EXPECT_TRUE(LengthsFromAudioFolder(dir_.string(), 16000).ok());
+  Write("cover.jpg", "not audio\n");  // anything else libsndfile cannot read is an error naming it
+  EXPECT_THAT(LengthsFromAudioFolder(dir_.string(), 16000).status().message(), HasSubstr("cover.jpg: not audio"));
   EXPECT_THAT(LengthsFromAudioFolder((dir_ / "missing").string(), 16000).status().message(),
               HasSubstr("audio folder"));
 }

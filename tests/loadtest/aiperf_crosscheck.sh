@@ -133,7 +133,7 @@ for C in $LEVELS; do
       --artifact-dir "$ART" --ui-type none > "$WORK/aiperf_c$C.log" 2>&1 ||
     fail "aiperf at concurrency $C exited $? ($(tail -n 5 "$WORK/aiperf_c$C.log"))"
   after=$(server_requests)
-  SUMMARY=$(find "$ART" -name 'profile_export_aiperf.json' | head -n 1)
+  SUMMARY=$(find "$ART" -name 'profile_export_aiperf.json' | sed -n 1p)  # not head: SIGPIPE under pipefail
   [ -n "$SUMMARY" ] || fail "aiperf wrote no profile_export_aiperf.json under $ART"
 
   log "sluice-loadtest: concurrency $C, $REQUESTS requests"

@@ -96,8 +96,8 @@ if ! "$PA_BIN" --version >/dev/null 2>"$WORK/pa_version.err"; then
     rm -rf "$RT/lists" "$RT/cache"
     touch "$RT/.complete"
   fi
-  LIBDIR=$(dirname "$(ls "$RT"/root/usr/lib/*-linux-gnu/ld-linux*.so.* | head -1)")
-  PERF_ANALYZER=("$(ls "$LIBDIR"/ld-linux*.so.* | head -1)" --library-path "$LIBDIR" "$PA_BIN")
+  LIBDIR=$(dirname "$(ls "$RT"/root/usr/lib/*-linux-gnu/ld-linux*.so.* | sed -n 1p)")  # not head: SIGPIPE, pipefail
+  PERF_ANALYZER=("$(ls "$LIBDIR"/ld-linux*.so.* | sed -n 1p)" --library-path "$LIBDIR" "$PA_BIN")
 fi
 "${PERF_ANALYZER[@]}" --version > "$WORK/pa_version.txt" 2>&1 || fail "perf_analyzer --version: $(cat "$WORK/pa_version.txt")"
 log "perf_analyzer runs: $(basename "$PA_DIR"/perf_analyzer-*.dist-info .dist-info), $(head -1 "$WORK/pa_version.txt")${PERF_ANALYZER[1]:+ (with the trixie glibc)}"
@@ -162,7 +162,7 @@ perf() {  # PROTOCOL ADDRESS MODEL INPUT-ARGS...
     timeout 150 "${PERF_ANALYZER[@]}" -m "$model" -u "$address" -i "$protocol" --concurrency-range 1:4:1 \
       --measurement-interval 1000 --stability-percentage 1000 --max-trials 5 "$@" > "$out" 2>&1 || rc=$?
     if grep -q 'Failed to obtain stable measurement' "$out" && [ "$try" -lt 3 ]; then
-      grep 'Failed to obtain stable measurement' "$out" | head -1 | sed 's/^/  unstable (busy machine?), again: /'
+      grep 'Failed to obtain stable measurement' "$out" | sed -n '1s/^/  unstable (busy machine?), again: /p'
       continue
     fi
     if [ "$rc" -ne 0 ] || grep -i -q -E 'error|failed' "$out" || [ "$(grep -c -E '^Concurrency: ' "$out")" -ne 4 ]; then
