@@ -661,7 +661,8 @@ class StreamingReactor final
   // Likewise (set for an encoder-decoder model): its recognizer, and the options every run of the stream takes.
   const Recognizer* recognizer_ = nullptr;
   RecognizeOptions recognize_options_;
-  int64_t window_samples_ = 0;  // the model's largest bucket (flow control's unit)
+  // Likewise, for every model: its largest bucket (flow control's unit).
+  int64_t window_samples_ = 0;
   // Likewise (set for a windowed model with speech.streaming.shared_tick): its ticker and this stream's entry.
   WindowTicker* ticker_ = nullptr;
   int64_t tick_id_ = 0;
