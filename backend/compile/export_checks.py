@@ -52,13 +52,18 @@ def parse_arguments(args: argparse.Namespace) -> Tuple[Optional[List[int]], Opti
     kvs = lengths(args.kv_lengths, "kv-lengths")
     if args.slots < 1:
         raise UsageError(f"--slots must be >= 1 (got {args.slots})")
-    if args.target == "neuron":
-        try:
-            import torch_neuronx  # noqa: F401
-        except ImportError as e:
-            raise UsageError(f"--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable "
-                             f"here: {e}") from None
+    if args.target == "neuron" and neuron_missing():
+        raise UsageError(neuron_missing())
     return prefill, batches, kvs
+
+
+def neuron_missing() -> str:
+    """Why --target neuron cannot run here ("" when torch_neuronx imports); every exporter checks it up front."""
+    try:
+        import torch_neuronx  # noqa: F401
+    except ImportError as e:
+        return f"--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable here: {e}"
+    return ""
 
 
 def check_buckets(prefill: Sequence[int], kvs: Sequence[int], max_positions: int, where: str) -> None:

@@ -20,6 +20,7 @@ import asr_ctc_stream  # noqa: E402
 import asr_digits  # noqa: E402
 import asr_digits_stream  # noqa: E402
 import common  # noqa: E402
+import export_checks  # noqa: E402
 import llama_export  # noqa: E402
 import text_embed  # noqa: E402
 
@@ -51,13 +52,9 @@ def main() -> int:
     if args.reference_cases < 1:
         print("--reference-cases must be >= 1", file=sys.stderr)
         return 2
-    if args.target == "neuron":
-        try:
-            import torch_neuronx  # noqa: F401
-        except ImportError as e:
-            print("--target neuron needs torch_neuronx (AWS Neuron SDK), which is not importable here: "
-                  f"{e}", file=sys.stderr)
-            return 2
+    if args.target == "neuron" and export_checks.neuron_missing():
+        print(export_checks.neuron_missing(), file=sys.stderr)
+        return 2
 
     lengths = None
     if args.lengths:

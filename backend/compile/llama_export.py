@@ -101,20 +101,6 @@ def empty_cache(cfg: llama.LlamaConfig, slots: int, context: int) -> torch.Tenso
     return torch.zeros(cfg.num_hidden_layers, slots + 1, context, cfg.num_key_value_heads, cfg.head_dim)
 
 
-def trace(module: torch.nn.Module, example: tuple, target: str, names, weights):
-    """One graph taking the model's weights as trailing inputs (graph format 2, graph_format.py)."""
-    wrapper = graph_format.WeightsAsInputs(module, names, len(example)).eval()
-    args = tuple(example) + tuple(weights)
-    if target == "neuron":
-        # UNVERIFIED (no Neuron hardware here): torch_neuronx.trace of graphs that update input tensors in place,
-        # with the weights as NEFF inputs. Neuron graphs are functional; whether the in-place KV-cache update
-        # survives compilation is unknown.
-        import torch_neuronx
-        return torch_neuronx.trace(wrapper, args)
-    traced = torch.jit.trace(wrapper, args, check_trace=False)
-    return torch.jit.freeze(traced)
-
-
 def prefill_example(cfg, length: int, slots: int, context: int):
     tokens = torch.randint(0, cfg.vocab_size, (1, length), generator=torch.Generator().manual_seed(length))
     return (tokens, torch.tensor([max(1, length - 3)]), torch.tensor([0]), empty_cache(cfg, slots, context),
@@ -154,7 +140,9 @@ def export_graphs(model, graphs_dir: str, target: str, prefill_lengths, batch_si
         assert graph_format.weight_tensors(module)[0] == names, f"{name}: weights differ from the prefill graph's"
         t0 = time.monotonic()
         with torch.no_grad():
-            graph = trace(module.eval(), example, target, names, weights)
+            # --target neuron is UNVERIFIED: the graphs update the KV-cache inputs in place; Neuron graphs are
+            # functional, and whether that update survives compilation is unknown.
+            graph = common.trace_graph(module.eval(), example, target, names, weights)
         path = os.path.join(graphs_dir, name)
         torch.jit.save(graph, path)
         log(f"  {name:<22} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.1f} MiB")

@@ -41,29 +41,10 @@ from typing import List
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import export_checks  # noqa: E402
 import graph_format  # noqa: E402
 import whisper  # noqa: E402
-
-
-def trace(module: torch.nn.Module, example: tuple, names, weights, target: str = "cpu"):
-    wrapper = graph_format.WeightsAsInputs(module, names, len(example)).eval()
-    args = tuple(example) + tuple(weights)
-    if target == "neuron":
-        # UNVERIFIED (no Neuron hardware here): as llama_export.py's neuron graphs, the prefill and decode graphs
-        # update their cache inputs in place, which Neuron's functional graphs may not keep.
-        import torch_neuronx
-        return torch_neuronx.trace(wrapper, args)
-    traced = torch.jit.trace(wrapper, args, check_trace=False)
-    return torch.jit.freeze(traced)
-
-
-def neuron_missing() -> str:
-    """Why --target neuron cannot run here ("" when torch_neuronx imports)."""
-    try:
-        import torch_neuronx  # noqa: F401
-    except ImportError as e:
-        return f"--target neuron needs torch_neuronx (AWS Neuron SDK's torch-neuronx), not importable here: {e}"
-    return ""
 
 
 def _ints(text: str) -> List[int]:
@@ -178,7 +159,9 @@ def export(hf_dir: str, out: str, encoder_batches, prefill_lengths, decode_batch
         assert graph_format.weight_tensors(module)[0] == names, f"{name}: weights differ"
         t0 = time.monotonic()
         path = os.path.join(tmp, "graphs", name + ".pt")
-        torch.jit.save(trace(module.eval(), example, names, weights, target), path)
+        # --target neuron is UNVERIFIED: as llama_export.py's, the prefill and decode graphs update their cache inputs
+        # in place, which Neuron's functional graphs may not keep.
+        torch.jit.save(common.trace_graph(module.eval(), example, target, names, weights), path)
         log(f"  {name + '.pt':<26} {time.monotonic() - t0:6.2f} s  {os.path.getsize(path) / 2**20:6.2f} MiB")
     manifest = {
         "format_version": graph_format.FORMAT_VERSION,
@@ -219,8 +202,8 @@ def main() -> int:
     p.add_argument("--target", choices=["cpu", "neuron"], default="cpu",
                    help="cpu: torch.jit.trace + freeze; neuron: torch_neuronx.trace (unverified on hardware)")
     a = p.parse_args()
-    if a.target == "neuron" and neuron_missing():
-        print(neuron_missing(), file=sys.stderr)
+    if a.target == "neuron" and export_checks.neuron_missing():
+        print(export_checks.neuron_missing(), file=sys.stderr)
         return 2
     t0 = time.monotonic()
     export(a.checkpoint, os.path.abspath(a.out), _ints(a.encoder_batch_sizes), _ints(a.prefill_lengths),
