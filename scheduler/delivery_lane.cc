@@ -22,11 +22,6 @@ void DeliveryLane::Post(std::function<void()> work, int max_queued) {
   posted_.Signal();
 }
 
-void DeliveryLane::Drain() {
-  MutexLock lock(&mu_);
-  while (!queue_.empty() || running_) taken_.Wait(&mu_);
-}
-
 void DeliveryLane::Run() {
   while (true) {
     std::function<void()> work;
@@ -36,14 +31,9 @@ void DeliveryLane::Run() {
       if (queue_.empty()) return;  // closing, and everything posted has run
       work = std::move(queue_.front());
       queue_.pop_front();
-      running_ = true;
       taken_.SignalAll();
     }
     work();
-    work = nullptr;  // what it captured is released before the lane says it is done
-    MutexLock lock(&mu_);
-    running_ = false;
-    taken_.SignalAll();
   }
 }
 

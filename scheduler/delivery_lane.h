@@ -7,7 +7,7 @@
 // bounds how far delivery may lag behind it (and so how many steps it may compute for a sequence whose client
 // already said stop), without ever waiting for the post that is running.
 //
-// Thread-safety: Post() and Drain() are safe from any thread, never from inside posted work (it would wait for
+// Thread-safety: Post() is safe from any thread, never from inside posted work with a bound (it could wait for
 // itself). The destructor runs what is queued, then joins the thread.
 #pragma once
 
@@ -27,8 +27,6 @@ class DeliveryLane {
   ~DeliveryLane();
 
   void Post(std::function<void()> work, int max_queued = kUnbounded);
-  // Returns once everything posted before the call has run.
-  void Drain();
 
   static constexpr int kUnbounded = -1;
 
@@ -37,9 +35,8 @@ class DeliveryLane {
 
   Mutex mu_;
   CondVar posted_;  // work queued, or closing
-  CondVar taken_;   // a post started or finished
+  CondVar taken_;   // a post left the queue
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool running_ ABSL_GUARDED_BY(mu_) = false;  // a post is running
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
