@@ -43,6 +43,7 @@ class DynamicBatcher final : public Scheduler {
         largest_batches_(options.model->batching.batch_size_policy ==
                          BatchingOptions::BatchSizePolicy::kLargest),
         fill_wait_(absl::Microseconds(options.model->batching.max_fill_wait_ms * 1000.0)),
+        skip_futile_delay_(options.model->batching.skip_futile_delay),
         execution_timeout_(options.model->batching.execution_timeout_ms > 0
                                ? absl::Microseconds(options.model->batching.execution_timeout_ms * 1000.0)
                                : absl::InfiniteDuration()),
@@ -101,6 +102,8 @@ class DynamicBatcher final : public Scheduler {
     queues_[*bucket].Push(std::move(queued));
     ++queued_;
     ++in_flight_;
+    ++unanswered_;
+    NotePeakUnansweredLocked(now);
     // The hop cut: with an instance free, the decision the batcher thread would take next is taken here, and the
     // instance is woken directly (one thread hand-off fewer per request at low load). Work that expired is left
     // to the batcher thread, which answers it (on_done never runs on an Enqueue caller's thread).
@@ -257,7 +260,46 @@ class DynamicBatcher final : public Scheduler {
   bool IsDueLocked(size_t bucket, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const BucketQueue& queue = queues_[bucket];
     if (queue.empty()) return false;
-    return stopping_ || IsWholeLocked(bucket) || ReadyTimeLocked(bucket, 0) <= now;
+    return stopping_ || IsWholeLocked(bucket) || WaitingIsFutileLocked(now) || ReadyTimeLocked(bucket, 0) <= now;
+  }
+
+  // batching.skip_futile_delay: every request of the recent peak of unanswered ones is queued here, none running
+  // or being answered. A closed-loop client sends its next request when an answer comes, and no answer is pending,
+  // so a delay cannot add rows: it would only idle the instance (at 1 call in flight, the whole delay per
+  // request). Open-loop arrivals do not wait for answers; such traffic meets the condition only at a moment when
+  // all it has in flight is queued at its recent peak, and then starts one partial batch a little early.
+  bool WaitingIsFutileLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return skip_futile_delay_ && queued_ > 0 && queued_ == unanswered_ &&
+           unanswered_ >= RecentPeakUnansweredLocked(now);
+  }
+
+  // The most requests unanswered at once over the last one to two seconds (the current and the previous window
+  // of kPeakWindow): recent enough to follow a change of client count within seconds, long enough to span many
+  // round trips of the clients it describes.
+  static constexpr absl::Duration kPeakWindow = absl::Seconds(1);
+  int64_t RecentPeakUnansweredLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const absl::Duration age = now - peak_window_start_;
+    if (age >= 2 * kPeakWindow) return unanswered_;                         // both windows are over
+    if (age >= kPeakWindow) return std::max(peak_current_, unanswered_);   // the current one became the previous
+    return std::max({peak_current_, peak_previous_, unanswered_});
+  }
+
+  // Called whenever unanswered_ grows (only Enqueue grows it).
+  void NotePeakUnansweredLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const absl::Duration age = now - peak_window_start_;
+    if (age >= kPeakWindow) {
+      peak_previous_ = age < 2 * kPeakWindow ? peak_current_ : 0;
+      peak_current_ = 0;
+      peak_window_start_ = now;
+    }
+    peak_current_ = std::max(peak_current_, unanswered_);
+  }
+
+  // Answers starting make waiting futile when the requests left are all queued: the batcher thread starts them
+  // (it would otherwise sleep until their delay ends).
+  void CountAnsweringLocked(size_t rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    unanswered_ -= static_cast<int64_t>(rows);
+    if (WaitingIsFutileLocked(clock_.Now()) && FreeSlotLocked()) batcher_cv_.Signal();
   }
 
   // Whether bucket a's first request goes before bucket b's: highest priority level, then oldest.
@@ -318,7 +360,8 @@ class DynamicBatcher final : public Scheduler {
     BucketQueue& queue = queues_[bucket];
     int n = static_cast<int>(std::min<size_t>(queue.size(), EfficientBatchSizeLocked(bucket)));
     const int exact = table_.LargestBatchSizeAtMost(n);
-    if (!stopping_ && exact > 0 && exact < n && ReadyTimeLocked(bucket, exact) > now) n = exact;
+    // When waiting is futile the rest would not wait either (it would idle the instance): one padded batch.
+    if (!stopping_ && !WaitingIsFutileLocked(now) && exact > 0 && exact < n && ReadyTimeLocked(bucket, exact) > now) n = exact;
     FormedBatch batch{bucket, table_.BatchSizeFor(n), queue.TakeFront(n)};
     for (const Queued& q : batch.requests) bucket_of_.erase(q->id);
     queued_ -= n;
@@ -489,6 +532,9 @@ class DynamicBatcher final : public Scheduler {
         next = TakePreparedLocked();
       } else {
         work.busy = false;
+        // Work that came due while this instance was busy (e.g. the request a client sent on receiving the answer
+        // just given here) is taken now, without a hop through the batcher thread.
+        if (!work.out_of_rotation) AssignFreeInstancesLocked(clock_.Now(), /*unless_expired=*/true);
       }
       // A free instance, or room to form another batch ahead: news for the batcher only if work waits (or this
       // instance left rotation, which may strand what waits).
@@ -536,6 +582,7 @@ class DynamicBatcher final : public Scheduler {
 
   // Answers an executed batch with mu_ released meanwhile, then counts its requests out of in_flight_.
   void AnswerLocked(const InstanceSlot& slot, ExecutedBatch& done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    CountAnsweringLocked(done.batch.requests.size());
     mu_.Unlock();
     Answer(slot, done);
     mu_.Lock();
@@ -645,6 +692,10 @@ class DynamicBatcher final : public Scheduler {
 
   // Answers requests that never ran (expired, cancelled). Called without mu_ held.
   void AnswerUnrun(std::vector<Queued> requests, const absl::Status& status) {
+    {
+      MutexLock lock(&mu_);
+      CountAnsweringLocked(requests.size());
+    }
     const absl::Time now = clock_.Now();
     for (Queued& q : requests) {
       InferResponse response;
@@ -663,6 +714,7 @@ class DynamicBatcher final : public Scheduler {
   const absl::Duration max_delay_;
   const bool largest_batches_;  // batch_size_policy: largest
   const absl::Duration fill_wait_;  // max_fill_wait_ms
+  const bool skip_futile_delay_;
   const absl::Duration execution_timeout_;  // InfiniteDuration when execution_timeout_ms is 0
   const BatchObserver on_batch_;
 
@@ -679,6 +731,14 @@ class DynamicBatcher final : public Scheduler {
   int queued_ ABSL_GUARDED_BY(mu_) = 0;
   int in_rotation_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Accepted, not yet answered: in_flight_ less the requests whose answers are being delivered. A client's next
+  // request can arrive while its last answer is still being counted out of in_flight_; this count does not lag.
+  int64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;
+  // skip_futile_delay's recent peak of unanswered_: the current window's, the previous window's, and when the
+  // current one began (InfinitePast: none yet).
+  int64_t peak_current_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_previous_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time peak_window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // While the batcher thread waits: the time it wakes at by itself; InfinitePast while it is awake.

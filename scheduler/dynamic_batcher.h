@@ -14,6 +14,14 @@
 // instead), so at saturation long, rarely full buckets fill while short ones keep the device busy; below
 // saturation nothing changes (no whole batch is waiting). Costs: those partial batches' requests wait longer.
 //
+// Not waiting for no one (batching.skip_futile_delay, on by default): a closed-loop client sends its next request
+// only when an answer comes. When every request of the recent peak of unanswered ones (the most at once over the
+// last 1-2 s) is queued here, none running or being answered, no answer is pending that could bring another, so a
+// delay would only idle the instance: every non-empty bucket is due, the oldest goes first, and a bucket's whole
+// queue goes as one padded batch. At 1 call in flight no request waits its delay; at N in flight a batch waits
+// only until the other clients' requests are back. Open-loop traffic meets the condition only when all it has in
+// flight is queued at its recent peak, and then starts one partial batch early.
+//
 // Double buffering: while every instance is running a batch, the batcher forms up to one batch per instance
 // ahead — the batch that goes next anyway, and only when it is whole (a partial batch is left to grow) — and an
 // instance whose graph returns takes it at once, without a hop through the batcher thread; a batch formed ahead

@@ -136,7 +136,7 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   if (!node) return options;
   SLUICE_RETURN_IF_ERROR(node->CheckKeys(
       {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms",
-       "batch_size_policy", "max_fill_wait_ms"}));
+       "batch_size_policy", "max_fill_wait_ms", "skip_futile_delay"}));
   if (auto policy = node->Optional("batch_size_policy")) {
     SLUICE_ASSIGN_OR_RETURN(std::string value, policy->AsString());
     if (value == "measured") {
@@ -158,6 +158,9 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
     if (!(std::isfinite(options.max_fill_wait_ms) && options.max_fill_wait_ms >= 0)) {
       return fill->Error("must be >= 0 and finite (0: off)");
     }
+  }
+  if (auto skip = node->Optional("skip_futile_delay")) {
+    SLUICE_ASSIGN_OR_RETURN(options.skip_futile_delay, skip->AsBool());
   }
   if (auto timeout = node->Optional("execution_timeout_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.execution_timeout_ms, timeout->AsDouble());

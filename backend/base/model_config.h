@@ -76,6 +76,11 @@ struct BatchingOptions {
   // other buckets (of its priority or higher) run ahead of it, so that it fills. Never past what a request's
   // deadline allows, never while an instance would idle. 0: off (a due partial batch goes first by age).
   double max_fill_wait_ms = 0;
+  // Not waiting for no one: when every request the model recently had in flight at once is already queued (none
+  // running or being answered), no answer is pending that could bring a closed-loop client's next request, so
+  // max_queue_delay_ms would only idle a free instance: the oldest partial batch starts at once. Open-loop
+  // traffic rarely meets the condition (see scheduler/dynamic_batcher.h). false: always wait the delay.
+  bool skip_futile_delay = true;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the

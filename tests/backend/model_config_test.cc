@@ -118,6 +118,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative fill wait",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, max_fill_wait_ms: -3"),
                 "batching.max_fill_wait_ms", "must be >= 0 and finite (0: off)"},
+        BadCase{"skip_futile_delay not a bool",
+                ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: sometimes"),
+                "batching.skip_futile_delay", "expected true or false"},
         BadCase{"unknown batch size policy",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, batch_size_policy: biggest"),
                 "batching.batch_size_policy", "must be measured or largest, not 'biggest'"},
@@ -240,6 +243,16 @@ TEST(ModelConfigTest, ExecutionTimeoutDefaultsToAMinuteAndZeroMeansNoLimit) {
       Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, execution_timeout_ms: 0"));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_DOUBLE_EQ(off->batching.execution_timeout_ms, 0);
+}
+
+TEST(ModelConfigTest, SkipFutileDelayIsOnByDefaultAndCanBeTurnedOff) {
+  absl::StatusOr<ModelConfig> config = Parse(kValid);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->batching.skip_futile_delay);
+  absl::StatusOr<ModelConfig> off =
+      Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: false"));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->batching.skip_futile_delay);
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {

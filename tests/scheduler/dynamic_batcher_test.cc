@@ -307,6 +307,94 @@ TEST_F(DynamicBatcherTest, DueWorkMeetingAFreeInstanceRunsWithoutTheBatcherThrea
   let_go->Notify();
 }
 
+// batching.skip_futile_delay: when every request of the recent peak of unanswered ones is queued, no answer is
+// pending that could bring more (a closed-loop client sends its next request on an answer), so a delay would only
+// idle the instance.
+TEST_F(DynamicBatcherTest, WithSkipFutileDelayALoneRequestStartsAtOnce) {
+  model_.batching.skip_futile_delay = true;
+  Start();
+  auto lone = Submit(*scheduler_, 30);
+  ASSERT_TRUE(WaitDone(lone));  // no clock advance: the 10 ms delay is not waited
+  EXPECT_EQ(lone->response.queue_time, absl::ZeroDuration());
+  EXPECT_EQ(backend().executed()[0].batch_size, 1);
+}
+
+// Two clients in a closed loop: while one's request runs, the other's waits (an answer is pending that may bring
+// a request to batch with); once both clients' requests are queued, the oldest starts without its delay.
+TEST_F(DynamicBatcherTest, WithSkipFutileDelayTheOldestStartsOnceEveryUnansweredRequestIsQueued) {
+  model_.batching.skip_futile_delay = true;
+  Start();
+  backend().Hold();
+  auto first = Submit(*scheduler_, 50);  // the only one unanswered: starts at once (held)
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1u; }));
+  auto second = Submit(*scheduler_, 150);  // bucket 200; the first is still running: waits
+  LetThreadsRun();
+  backend().Release();  // the first runs (5 ms on the fake clock) and is answered
+  ASSERT_TRUE(WaitDone(first));
+  LetThreadsRun();
+  EXPECT_FALSE(Done(second)) << "one of the two recent clients has no request here: its answer may bring one";
+  EXPECT_EQ(backend().executed_count(), 1u);
+
+  auto third = Submit(*scheduler_, 300);  // the first client's next request: both clients now wait here
+  ASSERT_TRUE(WaitDone(second));
+  EXPECT_EQ(second->response.queue_time, absl::Milliseconds(5)) << "started at the third's arrival, not at 10 ms";
+  LetThreadsRun();
+  EXPECT_FALSE(Done(third)) << "the second's answer is pending: the third waits its delay";
+  clock_.Advance(absl::Milliseconds(5));  // 10 ms since it queued (the second's run took 5)
+  ASSERT_TRUE(WaitDone(third));
+  EXPECT_EQ(third->response.queue_time, absl::Milliseconds(10));
+}
+
+// The peak is recent: within a second of two requests in flight a lone one waits its delay; two seconds later a
+// lone request is all there is again, and starts at once.
+TEST_F(DynamicBatcherTest, WithSkipFutileDelayThePeakIsForgottenAfterTwoWindows) {
+  model_.batching.skip_futile_delay = true;
+  Start();
+  backend().Hold();
+  auto a = Submit(*scheduler_, 50);
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1u; }));
+  auto b = Submit(*scheduler_, 50);
+  backend().Release();
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(a) && WaitDone(b));
+  ASSERT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+
+  auto soon = Submit(*scheduler_, 50);  // peak 2 this second: waits
+  LetThreadsRun();
+  EXPECT_FALSE(Done(soon));
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(soon));
+  ASSERT_TRUE(Eventually([&] { return scheduler_->InFlight() == 0; }));
+
+  clock_.Advance(absl::Seconds(2));
+  auto later = Submit(*scheduler_, 50);
+  ASSERT_TRUE(WaitDone(later));
+  EXPECT_EQ(later->response.queue_time, absl::ZeroDuration());
+}
+
+// Futile waiting starts the whole queue of the oldest bucket as one padded batch: leaving requests behind for an
+// exact compiled size would make them wait for arrivals that cannot come either.
+TEST_F(DynamicBatcherTest, WithSkipFutileDelayTheRestIsNotLeftBehindForAnExactSize) {
+  model_.batching.skip_futile_delay = true;
+  Start();
+  backend().Hold();
+  auto running = Submit(*scheduler_, 300);
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1u; }));
+  std::vector<std::shared_ptr<PendingAnswer>> three;
+  for (int i = 0; i < 3; ++i) three.push_back(Submit(*scheduler_, 50));  // bucket 100: 3 rows, sizes 1/2/4
+  backend().Release();
+  ASSERT_TRUE(WaitDone(running));
+  LetThreadsRun();
+  EXPECT_EQ(backend().executed_count(), 1u) << "the running request's client may send more: they wait";
+  auto next = Submit(*scheduler_, 300);  // it does: all four clients wait here now
+  for (auto& a : three) ASSERT_TRUE(WaitDone(a));
+  ASSERT_GE(backend().executed_count(), 2u);
+  EXPECT_EQ(backend().executed()[1].batch_size, 4);
+  EXPECT_THAT(backend().executed()[1].row_lengths, ElementsAre(50, 50, 50, 1));  // one dummy row
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(next));
+}
+
 // An instance with nothing else to run answers its batch on its own thread (no hand-off to the finishing thread);
 // with work waiting, the finishing thread answers while the instance takes that work.
 TEST_F(DynamicBatcherTest, AnInstanceWithNothingElseToRunAnswersItselfOtherwiseTheFinishingThreadDoes) {

@@ -13,7 +13,7 @@
 
 namespace sluice::testing {
 
-// Buckets 100/200/400 x batch 1/2/4; 10 ms max delay; queue of 8; priorities 1..3, default 2.
+// Buckets 100/200/400 x batch 1/2/4; 10 ms max delay, always waited; queue of 8; priorities 1..3, default 2.
 inline ModelConfig SmallSimModel() {
   ModelConfig model;
   model.name = "sim_speech";
@@ -22,6 +22,7 @@ inline ModelConfig SmallSimModel() {
   model.outputs = {{"frames", DataType::kFp32, {kVariableDim, 2}, std::nullopt}};
   model.buckets = {{100, 200, 400}, {1, 2, 4}};
   model.batching = {10.0, 8, 3, 2};
+  model.batching.skip_futile_delay = false;  // these tests time the delay itself; the rule has its own tests
   model.instances = {{1, DeviceKind::kSim}};
   model.sim = SimCostModel{0, 0, 1.0};
   return model;
