@@ -72,6 +72,10 @@ struct DecodeInput {
   int batch_size = 0;           // a compiled decode batch size >= rows.size()
   int64_t kv_length = 0;        // a compiled KV length > every row's position
   std::vector<DecodeRow> rows;  // 1..batch_size real rows, distinct slots
+  // Every real row takes its argmax and nothing else needs its logits (greedy, no suppressed or allowed ids). A
+  // backend that can pick the argmax where the logits are (its device) answers Logits::argmax and no values, so
+  // rows x 4 bytes leave the device instead of rows x vocab x 4; one that cannot ignores this.
+  bool argmax_only = false;
 };
 
 // Row-major [rows, vocab] FP32 logits, one row per real input row (padding rows are dropped).
@@ -79,6 +83,9 @@ struct Logits {
   int rows = 0;
   int vocab = 0;
   std::vector<float> values;
+  // Instead of values, when a decode asked argmax_only and the backend picked on its device: one id per real
+  // row, Sampler::Greedy's rule (the lowest id among the row's maxima; NaN counts as -infinity).
+  std::vector<int32_t> argmax;
   const float* row(int r) const { return values.data() + static_cast<size_t>(r) * vocab; }
 };
 

@@ -95,7 +95,7 @@ class SimGenerationBackend final : public GenerationBackend {
  private:
   Logits EmptyLogits(int rows) const {
     const int vocab = generation_.vocab_size;
-    return Logits{rows, vocab, std::vector<float>(static_cast<size_t>(rows) * vocab, 0.0f)};
+    return Logits{rows, vocab, std::vector<float>(static_cast<size_t>(rows) * vocab, 0.0f), {}};
   }
 
   void FillRow(Logits& logits, int row, std::span<const int32_t> ids) const {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -132,7 +133,8 @@ class TorchGenerationBackend final : public GenerationBackend {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
     SLUICE_RETURN_IF_ERROR(threads_.ApplyToCallingThread());
     try {
-      return RunDecode(decode_.at({input.batch_size, input.kv_length}), input.batch_size, input.rows, 0);
+      return RunDecode(decode_.at({input.batch_size, input.kv_length}), input.batch_size, input.rows, 0,
+                       input.argmax_only);
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat(model_.name, " decode (batch ", input.batch_size, ", KV length ",
                                               input.kv_length, ") on ", Describe(), " failed: ",
@@ -244,7 +246,7 @@ class TorchGenerationBackend final : public GenerationBackend {
 
   // Rows past rows.size() are padding: token 0, position `padding_position`, the scratch slot.
   Logits RunDecode(torch::jit::Module& graph, int batch_size, const std::vector<DecodeRow>& rows,
-                   int64_t padding_position) {
+                   int64_t padding_position, bool argmax_only = false) {
     torch::InferenceMode inference_mode;
     std::vector<int64_t> tokens(batch_size, 0), positions(batch_size, padding_position),
         slots(batch_size, scratch_slot_);
@@ -257,7 +259,7 @@ class TorchGenerationBackend final : public GenerationBackend {
                                             Int64Vector(slots).to(device_)};
     AppendCaches(args);
     AppendWeights(args);
-    return ToLogits(graph.forward(args), batch_size, static_cast<int>(rows.size()));
+    return ToLogits(graph.forward(args), batch_size, static_cast<int>(rows.size()), argmax_only);
   }
 
   // k_cache, v_cache, and an encoder-decoder's cross_k, cross_v.
@@ -275,8 +277,9 @@ class TorchGenerationBackend final : public GenerationBackend {
     if (weights_) args.insert(args.end(), weights_->tensors.begin(), weights_->tensors.end());
   }
 
-  // The graph's [batch_size, vocab] FP32 logits; the first `rows` rows are copied out.
-  Logits ToLogits(const torch::jit::IValue& returned, int batch_size, int rows) const {
+  // The graph's [batch_size, vocab] FP32 logits; the first `rows` rows are copied out, or with argmax_only only
+  // their argmax ids, picked on the device.
+  Logits ToLogits(const torch::jit::IValue& returned, int batch_size, int rows, bool argmax_only = false) const {
     if (!returned.isTensor()) throw std::runtime_error("graph must return one logits tensor");
     const torch::Tensor& logits = returned.toTensor();
     const int vocab = generation_.vocab_size;
@@ -286,8 +289,17 @@ class TorchGenerationBackend final : public GenerationBackend {
                                             ShapeToString(logits.sizes().vec()), ", expected Float [", batch_size,
                                             ", ", vocab, "] (vocab_size)"));
     }
+    Logits result{rows, vocab, {}, {}};
+    if (argmax_only) {
+      // Sampler::Greedy's rule: torch's argmax takes the first of equal maxima (the lowest id) but would take a
+      // NaN as the maximum, so NaN becomes -infinity first (infinities stay as they are).
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      torch::Tensor ids =
+          logits.slice(0, 0, rows).nan_to_num(-kInf, kInf, -kInf).argmax(1).to(torch::kCPU, torch::kInt32);
+      result.argmax.assign(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + ids.numel());
+      return result;
+    }
     torch::Tensor cpu = logits.slice(0, 0, rows).to(torch::kCPU).contiguous();
-    Logits result{rows, vocab, {}};
     result.values.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
     return result;
   }

@@ -519,7 +519,7 @@ class ContinuousBatcher::Impl {
         }
         continue;
       }
-      if (std::optional<FinishReason> reason = Deliver(in, seq, logits->row(0), end)) {
+      if (std::optional<FinishReason> reason = Deliver(in, seq, PickToken(in, seq, *logits, 0), end)) {
         ended.push_back({std::move(in.admitted[i]), *reason, absl::OkStatus()});
         Finish(&in, ended);
       } else {
@@ -634,7 +634,7 @@ class ContinuousBatcher::Impl {
       if (seq.prefilled < seq.prompt_length()) continue;  // the same prompt's next chunk, if the budget allows
       SequencePtr done = std::move(in.prefilling[i]);
       in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
-      if (std::optional<FinishReason> reason = Deliver(in, *done, logits->row(0), end)) {
+      if (std::optional<FinishReason> reason = Deliver(in, *done, PickToken(in, *done, *logits, 0), end)) {
         ended.push_back({std::move(done), *reason, absl::OkStatus()});
         Finish(&in, ended);
       } else {
@@ -654,11 +654,13 @@ class ContinuousBatcher::Impl {
     for (size_t begin = 0; begin < rows_total && !gone; begin += gen_.max_decode_batch()) {
       const size_t end = std::min(rows_total, begin + static_cast<size_t>(gen_.max_decode_batch()));
       DecodeInput input;
+      input.argmax_only = true;  // until a row needs its logits
       int64_t max_position = 0;
       for (size_t r = begin; r < end; ++r) {
         const Sequence& seq = *in.running[r];
         input.rows.push_back({seq.last_token, seq.next_position(), seq.slot});
         max_position = std::max(max_position, seq.next_position());
+        input.argmax_only = input.argmax_only && TakesPlainArgmax(seq);
       }
       const int rows = static_cast<int>(end - begin);
       input.batch_size = DecodeBatchFor(gen_, rows);
@@ -676,7 +678,8 @@ class ContinuousBatcher::Impl {
         Sequence& seq = *in.running[r];
         if (!logits.ok()) {
           verdicts[r] = Outcome{nullptr, FinishReason::kError, logits.status()};
-        } else if (std::optional<FinishReason> reason = Deliver(in, seq, logits->row(r - begin), produced)) {
+        } else if (std::optional<FinishReason> reason =
+                       Deliver(in, seq, PickToken(in, seq, *logits, static_cast<int>(r - begin)), produced)) {
           verdicts[r] = Outcome{nullptr, *reason, absl::OkStatus()};
         }
       }
@@ -718,10 +721,23 @@ class ContinuousBatcher::Impl {
     return in.masked.data();
   }
 
-  // Samples one token, queues it for the client (in.outbox), and says whether the sequence is done.
-  std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, const float* row, absl::Time produced) {
-    row = Suppressed(in, seq, row);
-    const int32_t token = in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
+  // Row r's next token: the backend's argmax when it picked on its device (argmax_only), else sampled here.
+  int32_t PickToken(Instance& in, Sequence& seq, const Logits& logits, int r) {
+    if (!logits.argmax.empty()) return logits.argmax[r];
+    const float* row = Suppressed(in, seq, logits.row(r));
+    return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
+  }
+
+  // Whether the sequence's next token is the plain argmax of its logits: greedy (the sampler would not touch its
+  // generator) and no ids masked (Suppressed() would return the row as it is).
+  static bool TakesPlainArgmax(const Sequence& seq) {
+    const GenerationRequest& r = seq.request;
+    return r.sampling.temperature == 0 && r.suppressed_token_ids.empty() && r.allowed_token_ids.empty() &&
+           (seq.generated > 0 || r.first_step_suppressed_ids.empty());
+  }
+
+  // Queues the sequence's next token for the client (in.outbox) and says whether the sequence is done.
+  std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, int32_t token, absl::Time produced) {
     const int index = seq.generated++;
     seq.last_token = token;
     if (seq.client->on_token) {
@@ -764,11 +780,10 @@ class ContinuousBatcher::Impl {
       timed_out = in.timed_out;
     }
     if (timed_out) return absl::UnavailableError("timed out");
-    if (result.ok() && (result->rows != rows || result->vocab != gen_.vocab_size ||
-                        result->values.size() != static_cast<size_t>(rows) * gen_.vocab_size)) {
+    if (result.ok() && !HasShape(*result, rows)) {
       result = absl::InternalError(absl::StrCat("the backend returned ", result->rows, " x ", result->vocab,
-                                                " logits (", result->values.size(), " values), expected ", rows,
-                                                " x ", gen_.vocab_size));
+                                                " logits (", result->values.size(), " values, ", result->argmax.size(),
+                                                " argmax ids), expected ", rows, " x ", gen_.vocab_size));
     }
     if (result.ok()) return result;
     return absl::Status(result.status().code(),
@@ -776,12 +791,21 @@ class ContinuousBatcher::Impl {
                                      descriptions_[in.index], "): ", result.status().message()));
   }
 
+  // rows x vocab values, or (a backend's argmax_only answer) no values and one id in [0, vocab) per row.
+  bool HasShape(const Logits& logits, int rows) const {
+    if (logits.rows != rows || logits.vocab != gen_.vocab_size) return false;
+    if (logits.argmax.empty()) return logits.values.size() == static_cast<size_t>(rows) * gen_.vocab_size;
+    return logits.values.empty() && logits.argmax.size() == static_cast<size_t>(rows) &&
+           std::all_of(logits.argmax.begin(), logits.argmax.end(),
+                       [&](int32_t id) { return id >= 0 && id < gen_.vocab_size; });
+  }
+
   // CallBackend for a call that returns no logits (CopyKv).
   template <typename Call>
   absl::Status CallBackendStatus(Instance& in, const std::string& graph, Call call, bool& timed_out) {
     auto as_logits = [&]() -> absl::StatusOr<Logits> {
       if (absl::Status status = call(); !status.ok()) return status;
-      return Logits{0, gen_.vocab_size, {}};
+      return Logits{0, gen_.vocab_size, {}, {}};
     };
     return CallBackend(in, graph, 0, as_logits, timed_out).status();
   }

@@ -97,7 +97,7 @@ class NrtGenerationBackend final : public GenerationBackend, private NeffModelRu
     SLUICE_RETURN_IF_ERROR(instance_->Execute(neff, absl::StrCat(Describe(), " ", what)));
     for (const NeffBucketIo& io : neff.io) {
       if (io.binding.role != NeffTensorRole::kOutput) continue;
-      Logits logits{rows, generation_.vocab_size, {}};
+      Logits logits{rows, generation_.vocab_size, {}, {}};
       logits.values.resize(static_cast<size_t>(rows) * generation_.vocab_size);
       // Only the real rows are read: the padding rows' logits never leave the device.
       SLUICE_RETURN_IF_ERROR(instance_->Read(io, logits.values.data(), logits.values.size() * sizeof(float), neff));

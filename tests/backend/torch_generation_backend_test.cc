@@ -199,6 +199,28 @@ TEST_F(TorchGenerationBackendTest, PaddingRowsDoNotChangeRealRows) {
   RecordProperty("max_abs_diff_batch4_vs_alone", std::to_string(max_diff));
 }
 
+// argmax_only: the ids picked where the logits are (here the CPU) are the greedy picks of the same step's logits,
+// and no logits come back.
+TEST_F(TorchGenerationBackendTest, ArgmaxOnlyDecodeReturnsTheGreedyIdsOfTheSameStep) {
+  std::vector<DecodeRow> rows;
+  int64_t furthest = 0;
+  for (int i = 0; i < 3; ++i) {
+    const ReferenceGeneration& c = Decoder().cases[i];
+    const int slot = std::vector<int>{5, 9, 2}[i];
+    rows.push_back({Argmax(Prefill(c.prompt_ids, slot), 0), static_cast<int64_t>(c.prompt_ids.size()), slot});
+    furthest = std::max(furthest, rows.back().position);
+  }
+  const int64_t kv = SmallestAtLeast(Options().kv_lengths, furthest + 1);
+  // Re-running the same rows at the same positions rewrites the same K/V: both calls see the same cache.
+  Logits full = Decode(4, kv, rows);
+  absl::StatusOr<Logits> picked = Decoder().instance->Decode({4, kv, rows, /*argmax_only=*/true});
+  ASSERT_TRUE(picked.ok()) << picked.status();
+  EXPECT_TRUE(picked->values.empty());
+  EXPECT_EQ(picked->rows, 3);
+  ASSERT_EQ(picked->argmax.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(picked->argmax[r], Argmax(full, r)) << "row " << r;
+}
+
 TEST_F(TorchGenerationBackendTest, PromptBucketsDoNotChangeTheLogits) {
   const std::vector<int32_t>& prompt = Decoder().cases[1].prompt_ids;
   ASSERT_LE(prompt.size(), 64u);

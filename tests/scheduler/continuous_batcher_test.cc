@@ -468,6 +468,54 @@ TEST_F(ContinuousBatcherTest, AllowedIdsRestrictEveryStep) {
   for (int32_t token : answer->tokens()) EXPECT_THAT(allowed, ::testing::Contains(token));
 }
 
+// Sampling on the device: a decode step whose rows are all greedy with nothing masked asks the backend for
+// argmax_only; the ids it picks are the tokens delivered (the fake then returns no logits at all). A step holding a
+// sampled row asks for logits.
+TEST_F(ContinuousBatcherTest, AllGreedyStepsTakeTheArgmaxTheBackendPicksAndOthersAskForLogits) {
+  Start();
+  backend().PickArgmaxOnDevice();
+  backend().Hold();  // both prompts wait together, so their decode steps are shared
+  auto greedy = Submit(Prompt(5, 1), 10);
+  GenerationRequest sampled = Request(NewAnswer(), Prompt(9, 2), 4);
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.seed = 7;
+  auto other = Submit(std::move(sampled));
+  ASSERT_TRUE(Eventually([&] { return backend().blocked() == 1; }));
+  backend().Release();
+  ASSERT_TRUE(greedy->Wait() && other->Wait());
+  ExpectReference(*greedy, Prompt(5, 1), 10);
+  EXPECT_EQ(other->result().output_tokens, 4);
+
+  int sampled_slot = -1;
+  for (const BackendCall& c : Prefills(backend().calls())) {
+    if (c.prompt == Prompt(9, 2)) sampled_slot = c.rows.front().slot;
+  }
+  ASSERT_GE(sampled_slot, 0);
+  int shared = 0, greedy_only = 0;
+  for (const BackendCall& c : backend().calls()) {
+    if (c.prefill) continue;
+    const bool holds_sampled =
+        std::any_of(c.rows.begin(), c.rows.end(), [&](const DecodeRow& r) { return r.slot == sampled_slot; });
+    EXPECT_EQ(c.argmax_only, !holds_sampled) << c.rows.size() << " rows";
+    if (holds_sampled && c.rows.size() == 2) ++shared;
+    if (!holds_sampled) ++greedy_only;
+  }
+  EXPECT_GT(shared, 0) << "the two never shared a step";
+  EXPECT_GT(greedy_only, 0);
+}
+
+TEST_F(ContinuousBatcherTest, AMaskedGreedyRowAsksForLogitsAndIsMaskedOnTheHost) {
+  Start();
+  backend().PickArgmaxOnDevice();
+  const std::vector<int32_t> plain = decoder_.Greedy(Prompt(5, 3), 8);
+  GenerationRequest request = Request(NewAnswer(), Prompt(5, 3), 8);
+  request.suppressed_token_ids = {plain[1], plain[3]};
+  auto answer = Submit(std::move(request));
+  ASSERT_TRUE(answer->Wait());
+  EXPECT_EQ(answer->tokens(), MaskedGreedy(decoder_, Prompt(5, 3), 8, {plain[1], plain[3]}, {}, {}));
+  for (const BackendCall& c : backend().calls()) EXPECT_FALSE(c.argmax_only);
+}
+
 TEST_F(ContinuousBatcherTest, EnqueueRefusesOutOfVocabularySuppressedIdsAndAStrayEncoderOutput) {
   Start();
   GenerationRequest request = Request(NewAnswer(), Prompt(4, 1), 6);

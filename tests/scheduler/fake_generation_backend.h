@@ -66,6 +66,7 @@ struct BackendCall {
   absl::Time started;
   int64_t chunk_start = -1;      // a prefill chunk: its first position (length: the chunk bucket; kv_length below)
   int64_t chunk_kv_length = 0;
+  bool argmax_only = false;      // a decode that asked for the rows' argmax only (DecodeInput::argmax_only)
 };
 
 class FakeGenerationBackend final : public GenerationBackend {
@@ -98,10 +99,10 @@ class FakeGenerationBackend final : public GenerationBackend {
       if (absl::Status admitted = Run(call); !admitted.ok()) {
         result = admitted;
       } else if (!SlotOk(input.slot)) {
-        result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens)};
+        result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens), {}};
       } else {
         cache_[input.slot] = input.tokens;
-        result = Logits{1, decoder_.vocab, decoder_.Logits(cache_[input.slot])};
+        result = Logits{1, decoder_.vocab, decoder_.Logits(cache_[input.slot]), {}};
       }
     }
     Spend(prefill_cost_);
@@ -132,7 +133,7 @@ class FakeGenerationBackend final : public GenerationBackend {
       if (absl::Status admitted = Run(call); !admitted.ok()) {
         result = admitted;
       } else if (!SlotOk(input.slot)) {
-        result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens)};
+        result = Logits{1, decoder_.vocab, decoder_.Logits(input.tokens), {}};
       } else {
         std::vector<int32_t>& slot = cache_[input.slot];
         // A first chunk (start 0) may land in a slot a finished sequence left full; with prefix caching so may a
@@ -144,7 +145,7 @@ class FakeGenerationBackend final : public GenerationBackend {
         }
         slot.resize(input.start);
         slot.insert(slot.end(), input.tokens.begin(), input.tokens.end());
-        result = Logits{1, decoder_.vocab, decoder_.Logits(slot)};
+        result = Logits{1, decoder_.vocab, decoder_.Logits(slot), {}};
       }
     }
     Spend(prefill_cost_);
@@ -179,6 +180,7 @@ class FakeGenerationBackend final : public GenerationBackend {
     {
       MutexLock lock(&mu_);
       BackendCall call{false, input.batch_size, input.kv_length, input.rows, {}, Now()};
+      call.argmax_only = input.argmax_only;
       const int rows = static_cast<int>(input.rows.size());
       if (!Contains(gen_.decode_batch_sizes, input.batch_size) || rows < 1 || rows > input.batch_size) {
         Violation("decode of ", rows, " rows at batch size ", input.batch_size);
@@ -205,7 +207,7 @@ class FakeGenerationBackend final : public GenerationBackend {
       if (absl::Status admitted = Run(call); !admitted.ok()) {
         result = admitted;
       } else {
-        Logits logits{rows, decoder_.vocab, {}};
+        Logits logits{rows, decoder_.vocab, {}, {}};
         for (const DecodeRow& row : input.rows) {
           std::vector<int32_t> history;
           if (SlotOk(row.slot)) {
@@ -215,13 +217,24 @@ class FakeGenerationBackend final : public GenerationBackend {
             history = slot;
           }
           const std::vector<float> row_logits = decoder_.Logits(history);
-          logits.values.insert(logits.values.end(), row_logits.begin(), row_logits.end());
+          if (input.argmax_only && picks_argmax_) {
+            logits.argmax.push_back(Sampler::Greedy(row_logits));  // "on the device": no values come back
+          } else {
+            logits.values.insert(logits.values.end(), row_logits.begin(), row_logits.end());
+          }
         }
         result = std::move(logits);
       }
     }
     Spend(decode_cost_);
     return result;
+  }
+
+  // From now on a decode that asks argmax_only is answered with the rows' argmax ids and no logits, as a backend
+  // that picks on its device.
+  void PickArgmaxOnDevice() {
+    MutexLock lock(&mu_);
+    picks_argmax_ = true;
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return load_stats_; }
@@ -334,6 +347,7 @@ class FakeGenerationBackend final : public GenerationBackend {
 
   const GenerationOptions gen_;
   const FakeDecoder decoder_;
+  bool picks_argmax_ ABSL_GUARDED_BY(mu_) = false;
   FakeClock* const clock_;
   const absl::Duration prefill_cost_;
   const absl::Duration decode_cost_;
