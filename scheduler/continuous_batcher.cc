@@ -701,12 +701,9 @@ class ContinuousBatcher::Impl {
 
   // `row`, or (a request with suppressed or allowed ids) a copy in in.masked with the excluded ids at -infinity.
   const float* Suppressed(Instance& in, const Sequence& seq, const float* row) {
+    if (!MasksIds(seq)) return row;
     const GenerationRequest& r = seq.request;
     const bool first = seq.generated == 0;
-    if (r.suppressed_token_ids.empty() && r.allowed_token_ids.empty() &&
-        (!first || r.first_step_suppressed_ids.empty())) {
-      return row;
-    }
     constexpr float kExcluded = -std::numeric_limits<float>::infinity();
     if (r.allowed_token_ids.empty()) {
       in.masked.assign(row, row + gen_.vocab_size);
@@ -728,12 +725,18 @@ class ContinuousBatcher::Impl {
     return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
   }
 
-  // Whether the sequence's next token is the plain argmax of its logits: greedy (the sampler would not touch its
-  // generator) and no ids masked (Suppressed() would return the row as it is).
-  static bool TakesPlainArgmax(const Sequence& seq) {
+  // Whether the sequence's next token comes from a masked row (suppressed or allowed ids, or first-step ids at its
+  // first token): what Suppressed() copies and masks.
+  static bool MasksIds(const Sequence& seq) {
     const GenerationRequest& r = seq.request;
-    return r.sampling.temperature == 0 && r.suppressed_token_ids.empty() && r.allowed_token_ids.empty() &&
-           (seq.generated > 0 || r.first_step_suppressed_ids.empty());
+    return !r.suppressed_token_ids.empty() || !r.allowed_token_ids.empty() ||
+           (seq.generated == 0 && !r.first_step_suppressed_ids.empty());
+  }
+
+  // Whether the sequence's next token is the plain argmax of its logits: greedy (the sampler would not touch its
+  // generator) and no ids masked.
+  static bool TakesPlainArgmax(const Sequence& seq) {
+    return seq.request.sampling.temperature == 0 && !MasksIds(seq);
   }
 
   // Queues the sequence's next token for the client (in.outbox) and says whether the sequence is done.

@@ -361,7 +361,10 @@ class DynamicBatcher final : public Scheduler {
     int n = static_cast<int>(std::min<size_t>(queue.size(), EfficientBatchSizeLocked(bucket)));
     const int exact = table_.LargestBatchSizeAtMost(n);
     // When waiting is futile the rest would not wait either (it would idle the instance): one padded batch.
-    if (!stopping_ && !WaitingIsFutileLocked(now) && exact > 0 && exact < n && ReadyTimeLocked(bucket, exact) > now) n = exact;
+    if (!stopping_ && !WaitingIsFutileLocked(now) && exact > 0 && exact < n &&
+        ReadyTimeLocked(bucket, exact) > now) {
+      n = exact;
+    }
     FormedBatch batch{bucket, table_.BatchSizeFor(n), queue.TakeFront(n)};
     for (const Queued& q : batch.requests) bucket_of_.erase(q->id);
     queued_ -= n;
