@@ -71,9 +71,40 @@ void Sampler::OrderThrough(size_t i, size_t keep) {
   }
 }
 
+// Without a cut-off every id is a candidate, and a walk in any fixed order draws from the same softmax; id order
+// needs no ordering at all: one pass for the maximum, one for the weights and their total, the walk. Ordering by
+// probability, even lazily, cost up to 52 us a row of 2,000 ids on this project's CPU (1.0 ms at 49k ids, 2.6 ms
+// at 128k; 16 rows a decode step, on the engine thread between steps); this costs 14 us (0.34 ms, 0.83 ms).
+int32_t Sampler::DrawInIdOrder(absl::Span<const float> logits, float inverse_temperature, std::mt19937_64& rng) {
+  float max_logit = kNegInf;
+  for (float logit : logits) max_logit = std::max(max_logit, Clean(logit) * inverse_temperature);
+  if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
+  weights_.resize(logits.size());
+  double total = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float scaled = Clean(logits[i]) * inverse_temperature;
+    // Equal to the maximum: weight 1 (also when the maximum is +infinity, where the difference would be NaN).
+    // Single precision (~1e-7 relative, summed in double): float exp costs about half of double's, and the exps
+    // are most of this function's time.
+    weights_[i] = scaled == max_logit ? 1.0f : std::exp(scaled - max_logit);
+    total += weights_[i];
+  }
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;  // [0, total)
+  double cumulative = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    cumulative += weights_[i];
+    if (u < cumulative) return static_cast<int32_t>(i);
+  }
+  size_t last = logits.size() - 1;  // rounding at the top end: the last id with any weight
+  while (weights_[last] == 0.0f) --last;
+  return static_cast<int32_t>(last);
+}
+
 int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
   if (params.temperature <= 0.0f) return Greedy(logits);
   const float inverse_temperature = 1.0f / params.temperature;
+  const bool top_k_cuts = params.top_k > 0 && static_cast<size_t>(params.top_k) < logits.size();
+  if (!top_k_cuts && params.top_p >= 1.0f) return DrawInIdOrder(logits, inverse_temperature, rng);
   candidates_.clear();
   candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -100,7 +131,11 @@ int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& pa
       candidates_.begin());
 
   // Softmax weights (in double, shifted by the maximum) of the kept candidates; their sum in any order.
-  auto weight = [&](size_t i) { return std::exp(static_cast<double>(candidates_[i].first) - max_logit); };
+  // Weight 1 at the maximum (also when it is +infinity, where the difference would be NaN).
+  auto weight = [&](size_t i) {
+    const float scaled = candidates_[i].first;
+    return scaled == max_logit ? 1.0 : std::exp(static_cast<double>(scaled) - max_logit);
+  };
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) total += weight(i);
   if (params.top_p < 1.0f) {  // the smallest most-probable prefix whose mass reaches top_p

@@ -3,9 +3,11 @@
 //   temperature 0: greedy, the argmax (ties go to the lowest id); the generator is not touched.
 //   otherwise: logits / temperature, keep the top_k highest (0: all), then the smallest prefix of those (by
 //   descending probability, ties by ascending id) whose probability reaches top_p (1: all), and draw one with
-//   the sequence's own generator (walking the candidates in that order, which is built only as far as the draw
-//   goes). The draw uses 53 bits of one 64-bit output (no std distribution, whose
-//   algorithm is the library's choice), so a seed gives the same tokens on every build.
+//   the sequence's own generator: one uniform u in [0, total weight), and the candidate where the cumulative
+//   weight first exceeds u. With a cut-off the walk goes in the cut-off's order (descending probability, built
+//   only as far as the draw goes); without one (top_k 0 or >= the vocabulary, top_p 1) in id order, which
+//   draws from the same distribution without ordering anything. The draw uses 53 bits of one 64-bit output (no
+//   std distribution, whose algorithm is the library's choice), so a seed gives the same tokens on every build.
 // NaN logits count as -infinity. A row whose every logit is -infinity or NaN yields the lowest id among them (0).
 // Thread-safety: a Sampler holds scratch space; use one per thread (each engine thread owns one).
 #pragma once
@@ -29,11 +31,13 @@ class Sampler {
   static int32_t Greedy(absl::Span<const float> logits);
 
  private:
+  int32_t DrawInIdOrder(absl::Span<const float> logits, float inverse_temperature, std::mt19937_64& rng);
   void OrderThrough(size_t i, size_t keep);
 
   std::vector<std::pair<float, int32_t>> candidates_;  // (scaled logit, id), reused between calls
   size_t ordered_ = 0;  // candidates_[0, ordered_) are the kept ones' most probable, in draw order
   size_t likely_ = 0;   // candidates_[0, likely_) are those near the maximum logit (unordered past ordered_)
+  std::vector<float> weights_;  // DrawInIdOrder's softmax weights by id, reused between calls
 };
 
 }  // namespace sluice

@@ -47,6 +47,19 @@ TEST(SamplerTest, NanLogitsNeverWin) {
   EXPECT_EQ(sampler.Sample(std::vector<float>{-inf, -inf, nan}, {1.0f, 0, 1.0f, std::nullopt}, rng), 0);
 }
 
+TEST(SamplerTest, InfiniteLogitsShareAllTheProbability) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<SamplingParams> params = {{1.0f, 0, 1.0f, std::nullopt}, {1.0f, 3, 0.9f, std::nullopt}};
+  for (const SamplingParams& p : params) {
+    auto f = Frequencies({inf, 0, inf, 5}, p, 4000);
+    EXPECT_EQ(f.count(1) + f.count(3), 0u) << "top_k " << p.top_k;
+    if (p.top_p >= 1.0f) {  // without a cut-off the +infinity ids split the draws
+      EXPECT_NEAR(f[0], 0.5, 0.05);
+      EXPECT_NEAR(f[2], 0.5, 0.05);
+    }
+  }
+}
+
 TEST(SamplerTest, TopKOneAndTinyTopPEqualGreedy) {
   std::mt19937 logits_rng(11);
   Sampler sampler;
@@ -109,20 +122,25 @@ TEST(SamplerTest, TopPKeepsTheSmallestSetThatReachesP) {
   EXPECT_EQ(f.size(), 2u);
 }
 
-// The sampler's contract spelled out the slow way: every candidate sorted, softmax, top-p prefix, one draw.
+// The sampler's contract spelled out the slow way: with a cut-off every candidate sorted (without one, id order),
+// softmax, top-p prefix, one draw.
 int32_t ReferenceSample(const std::vector<float>& logits, const SamplingParams& params, std::mt19937_64& rng) {
   std::vector<std::pair<float, int32_t>> c;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float v = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
-    c.emplace_back(v / params.temperature, static_cast<int32_t>(i));
+    c.emplace_back(v * (1.0f / params.temperature), static_cast<int32_t>(i));
   }
-  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  const bool cut = (params.top_k > 0 && static_cast<size_t>(params.top_k) < c.size()) || params.top_p < 1.0f;
+  const float max_logit = std::max_element(c.begin(), c.end())->first;
+  if (cut) {
+    std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+  }
   size_t keep = params.top_k > 0 ? std::min(c.size(), static_cast<size_t>(params.top_k)) : c.size();
   std::vector<double> w;
   double total = 0.0;
-  for (size_t i = 0; i < keep; ++i) total += w.emplace_back(std::exp(double{c[i].first} - c[0].first));
+  for (size_t i = 0; i < keep; ++i) total += w.emplace_back(std::exp(double{c[i].first} - max_logit));
   if (params.top_p < 1.0f) {
     double cumulative = 0.0;
     size_t prefix = 0;
@@ -140,8 +158,9 @@ int32_t ReferenceSample(const std::vector<float>& logits, const SamplingParams& 
 }
 
 // The lazy ordering draws what a full sort would, shallow or deep in the order: peaked rows (the draw ends in the
-// first block), flat rows with ties (it walks far), top-k and top-p cut-offs. Totals are summed in another order,
-// so a draw could differ only when it falls within rounding of a boundary (never, at these counts).
+// first block), flat rows with ties (it walks far), top-k and top-p cut-offs; without a cut-off, the walk in id
+// order. Totals are summed in another order, so a draw could differ only when it falls within rounding of a
+// boundary (never, at these counts).
 TEST(SamplerTest, DrawsEqualAFullSortReference) {
   std::mt19937 logits_rng(17);
   Sampler sampler;
