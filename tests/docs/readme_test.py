@@ -4,8 +4,8 @@
   tests/docs/readme_test.py --root ROOT --build BUILD [--no-run] [--only REGEX] [--keep DIR]
 
 1. Every repository path the docs name (backend/..., deploy/..., loadtest/..., tests/..., ...) exists.
-2. Every --flag of sluice-server, sluice-loadtest, sluice-advisor, sluice-bench-backend, sluice-bench-scheduler and
-   sluice-echo-server named in a command (a code block's command, an inline `sluice-loadtest ...` span) is in that
+2. Every --flag of sluice-server, sluice-loadtest, sluice-advisor, sluice-bench-backend, sluice-bench-scheduler,
+   sluice-bench-sampler and sluice-echo-server named in a command (a code block's command, an inline `sluice-loadtest ...` span) is in that
    binary's --help; in the load-testing and advisor sections a bare inline `--flag` must be one of the tool's flags
    or of a script the section names.
 3. Every YAML file the docs name parses (PyYAML), and every yaml code block without "..." placeholders.
@@ -51,6 +51,7 @@ BINARIES = {  # program as the docs write it -> path under the build folder
     "sluice-advisor": "loadtest/sluice-advisor",
     "sluice-bench-backend": "backend/sluice-bench-backend",
     "sluice-bench-scheduler": "scheduler/sluice-bench-scheduler",
+    "sluice-bench-sampler": "scheduler/sluice-bench-sampler",
     "sluice-echo-server": "loadtest/sluice-echo-server",
 }
 SECTION_TOOLS = [  # inline bare --flags under these headings are the tool's (or another tool's the section names)
