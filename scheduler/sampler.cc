@@ -9,22 +9,33 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The lazy ordering (OrderThrough) finds the first kScanPositions candidates one linear scan each (a peaked
-// row's draw usually ends there), then blocks of at least kOrderBlock, each as large as what is ordered already
-// (so a draw deep in a flat tail costs O(n log n), not O(n^2 / block)): one nth_element over the unordered rest
-// and a sort of the block.
-constexpr size_t kScanPositions = 4;
-constexpr size_t kOrderBlock = 32;
-
-// Candidates within this many (scaled) logits of the maximum are ordered before the rest is looked at: one cheap
-// partition pass, after which a peaked row's draw orders only its few likely candidates. exp(-12) ~ 6e-6 of the
-// top candidate's weight.
-constexpr float kLikelyRange = 12.0f;
-
 float Clean(float logit) { return std::isnan(logit) ? kNegInf : logit; }
 
-// Higher logit first; equal logits by ascending id, so every order below is deterministic. A function object,
-// not a function: the sorting templates inline it (through a function pointer they call it, measurably slower).
+// The largest logit, NaN ignored (-infinity when all are NaN or -infinity). Eight running maxima, not one: one is
+// a chain of dependent compares, eight are independent chains the CPU overlaps.
+float MaxLogit(absl::Span<const float> logits) {
+  constexpr size_t kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, kNegInf);
+  size_t i = 0;
+  for (; i + kLanes <= logits.size(); i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) lanes[j] = logits[i + j] > lanes[j] ? logits[i + j] : lanes[j];  // NaN: kept
+  }
+  float max = *std::max_element(lanes, lanes + kLanes);
+  for (; i < logits.size(); ++i) max = logits[i] > max ? logits[i] : max;
+  return max;
+}
+
+// A softmax weight, shifted by the maximum, in single precision (~1e-7 relative; every sum is in double): float
+// exp costs about half of double's, and the exps are most of a draw's time. 1 at the maximum, also when it is
+// +infinity (where the difference would be NaN).
+float Weight(float scaled, float max_logit) { return scaled == max_logit ? 1.0f : std::exp(scaled - max_logit); }
+
+// A uniform draw in [0, total) from 53 bits of one generator output.
+double Uniform(std::mt19937_64& rng, double total) { return static_cast<double>(rng() >> 11) * 0x1.0p-53 * total; }
+
+// Higher logit first; equal logits by ascending id: a strict total order, so every cut-off below is deterministic.
+// A function object, not a function: the selection templates inline it.
 struct Before {
   bool operator()(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) const {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -46,118 +57,136 @@ int32_t Sampler::Greedy(absl::Span<const float> logits) {
   return best;
 }
 
-// Puts candidates_[0, i] in their final (Before) order, a scan or a block at a time, the likely range
-// [0, likely_) first and then [likely_, keep) (every likely candidate comes before every other): the walk from
-// the most probable candidate down rarely goes far, so a full sort of the vocabulary (which was most of the
-// engine thread's host time per decode step) is paid only by draws that reach its tail.
-void Sampler::OrderThrough(size_t i, size_t keep) {
-  while (ordered_ <= i) {
-    const size_t range_end = ordered_ < likely_ ? likely_ : keep;
-    if (ordered_ < kScanPositions) {
-      const auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(ordered_);
-      std::iter_swap(first, std::min_element(first, candidates_.begin() + static_cast<std::ptrdiff_t>(range_end),
-                                             Before{}));
-      ++ordered_;
-      continue;
-    }
-    const size_t end = std::min(range_end, ordered_ + std::max(kOrderBlock, ordered_));
-    const auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(ordered_);
-    const auto last = candidates_.begin() + static_cast<std::ptrdiff_t>(end);
-    if (end < range_end) {
-      std::nth_element(first, last - 1, candidates_.begin() + static_cast<std::ptrdiff_t>(range_end), Before{});
-    }
-    std::sort(first, last, Before{});
-    ordered_ = end;
+// The draw never needs the candidates in probability order, only the cut-offs' sets: top-k is a selection
+// (nth_element) and top-p a selection by weight (SelectNucleus), both O(vocabulary), and the walk goes in id order.
+// Ordering by probability, even lazily, cost up to 52 us a row of 2,000 ids on this project's CPU without a
+// cut-off (1.0 ms at 49k ids, 2.6 ms at 128k) and 100 us / 1.9 ms with top_p 0.95, 16 rows a decode step on the
+// engine thread between steps (sluice-bench-sampler).
+int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
+  if (params.temperature <= 0.0f) return Greedy(logits);
+  const float inverse_temperature = 1.0f / params.temperature;
+  const size_t vocab = logits.size();
+  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) {
+    return SampleTopK(logits, inverse_temperature, static_cast<size_t>(params.top_k), params.top_p, rng);
   }
+  // The scaled maximum: scaling by a positive factor keeps the order (rounding is monotonic), so it is the
+  // maximum logit scaled, and equals the scaled value of the ids that hold it.
+  const float max_logit = MaxLogit(logits) * inverse_temperature;
+  if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
+  weights_.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) weights_[i] = Weight(Clean(logits[i]) * inverse_temperature, max_logit);
+  if (params.top_p < 1.0f) {
+    return DrawAmongCandidates(CandidatesForTopP(logits, inverse_temperature, params.top_p), rng);
+  }
+  return DrawById(rng);
 }
 
-// Without a cut-off every id is a candidate, and a walk in any fixed order draws from the same softmax; id order
-// needs no ordering at all: one pass for the maximum, one for the weights and their total, the walk. Ordering by
-// probability, even lazily, cost up to 52 us a row of 2,000 ids on this project's CPU (1.0 ms at 49k ids, 2.6 ms
-// at 128k; 16 rows a decode step, on the engine thread between steps); this costs 14 us (0.34 ms, 0.83 ms).
-int32_t Sampler::DrawInIdOrder(absl::Span<const float> logits, float inverse_temperature, std::mt19937_64& rng) {
-  float max_logit = kNegInf;
-  for (float logit : logits) max_logit = std::max(max_logit, Clean(logit) * inverse_temperature);
-  if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
-  weights_.resize(logits.size());
-  double total = 0.0;
+// Only the top k are weighed: a selection (nth_element), their maximum, their weights, then top-p among them.
+int32_t Sampler::SampleTopK(absl::Span<const float> logits, float inverse_temperature, size_t k, float top_p,
+                            std::mt19937_64& rng) {
+  candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i) {
-    const float scaled = Clean(logits[i]) * inverse_temperature;
-    // Equal to the maximum: weight 1 (also when the maximum is +infinity, where the difference would be NaN).
-    // Single precision (~1e-7 relative, summed in double): float exp costs about half of double's, and the exps
-    // are most of this function's time.
-    weights_[i] = scaled == max_logit ? 1.0f : std::exp(scaled - max_logit);
-    total += weights_[i];
+    candidates_.emplace_back(Clean(logits[i]) * inverse_temperature, static_cast<int32_t>(i));
   }
-  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;  // [0, total)
+  const auto kept_end = candidates_.begin() + static_cast<std::ptrdiff_t>(k);
+  std::nth_element(candidates_.begin(), kept_end - 1, candidates_.end(), Before{});
+  const float max_logit = std::min_element(candidates_.begin(), kept_end, Before{})->first;
+  if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
+  weights_.resize(logits.size());  // only the kept ids' entries are read
+  double kept_weight = 0.0;
+  for (auto it = candidates_.begin(); it != kept_end; ++it) {
+    kept_weight += weights_[it->second] = Weight(it->first, max_logit);
+  }
+  size_t keep = k;
+  if (top_p < 1.0f) keep = SelectNucleus(keep, static_cast<double>(top_p) * kept_weight);
+  return DrawAmongCandidates(keep, rng);
+}
+
+// Top-p without top-k: the ids weighing at most (1 - top_p) x total / vocab weigh at most (1 - top_p) x total
+// together, so the top-p set lies within the others, and only they are candidates for the selection (a peaked
+// row: a few).
+size_t Sampler::CandidatesForTopP(absl::Span<const float> logits, float inverse_temperature, float top_p) {
+  double total = 0.0;
+  for (float w : weights_) total += w;
+  const double floor = (1.0 - static_cast<double>(top_p)) * total / static_cast<double>(weights_.size());
+  candidates_.clear();
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    if (weights_[i] > floor) {
+      candidates_.emplace_back(Clean(logits[i]) * inverse_temperature, static_cast<int32_t>(i));
+    }
+  }
+  return SelectNucleus(candidates_.size(), static_cast<double>(top_p) * total);
+}
+
+// Walks candidates_[0, keep) in id order: sorted by id when they are few, else through weights_ with every other
+// id weighed 0 (a pass over the vocabulary costs less than sorting many).
+int32_t Sampler::DrawAmongCandidates(size_t keep, std::mt19937_64& rng) {
+  if (keep * 16 >= weights_.size()) {
+    cut_.assign(weights_.size(), 0.0f);
+    for (size_t i = 0; i < keep; ++i) cut_[candidates_[i].second] = weights_[candidates_[i].second];
+    weights_.swap(cut_);
+    return DrawById(rng);
+  }
+  const auto end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
+  std::sort(candidates_.begin(), end, [](const auto& a, const auto& b) { return a.second < b.second; });
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += weights_[candidates_[i].second];
+  const double u = Uniform(rng, total);
   double cumulative = 0.0;
-  for (size_t i = 0; i < logits.size(); ++i) {
+  size_t last = 0;  // rounding at the top end: the last candidate with any weight
+  for (size_t i = 0; i < keep; ++i) {
+    const float w = weights_[candidates_[i].second];
+    cumulative += w;
+    if (u < cumulative) return candidates_[i].second;
+    if (w > 0.0f) last = i;
+  }
+  return candidates_[last].second;
+}
+
+// Walks every id in order through weights_.
+int32_t Sampler::DrawById(std::mt19937_64& rng) {
+  double total = 0.0;
+  for (float w : weights_) total += w;
+  const double u = Uniform(rng, total);
+  double cumulative = 0.0;
+  for (size_t i = 0; i < weights_.size(); ++i) {
     cumulative += weights_[i];
     if (u < cumulative) return static_cast<int32_t>(i);
   }
-  size_t last = logits.size() - 1;  // rounding at the top end: the last id with any weight
+  size_t last = weights_.size() - 1;  // rounding at the top end: the last id with any weight
   while (weights_[last] == 0.0f) --last;
   return static_cast<int32_t>(last);
 }
 
-int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
-  if (params.temperature <= 0.0f) return Greedy(logits);
-  const float inverse_temperature = 1.0f / params.temperature;
-  const bool top_k_cuts = params.top_k > 0 && static_cast<size_t>(params.top_k) < logits.size();
-  if (!top_k_cuts && params.top_p >= 1.0f) return DrawInIdOrder(logits, inverse_temperature, rng);
-  candidates_.clear();
-  candidates_.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    candidates_.emplace_back(Clean(logits[i]) * inverse_temperature, static_cast<int32_t>(i));
-  }
-  size_t keep = candidates_.size();
-  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < keep) {
-    keep = static_cast<size_t>(params.top_k);
-    std::nth_element(candidates_.begin(), candidates_.begin() + keep - 1, candidates_.end(), Before{});
-  }
-  const auto kept_end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
-  const float max_logit =
-      std::max_element(candidates_.begin(), kept_end, [](const auto& a, const auto& b) { return a.first < b.first; })
-          ->first;
-  ordered_ = 0;
-  likely_ = keep;
-  if (max_logit == kNegInf) {  // nothing has any probability: the lowest id
-    OrderThrough(0, keep);
-    return candidates_[0].second;
-  }
-  const float threshold = max_logit - kLikelyRange;
-  likely_ = static_cast<size_t>(
-      std::partition(candidates_.begin(), kept_end, [threshold](const auto& c) { return c.first >= threshold; }) -
-      candidates_.begin());
-
-  // Softmax weights (in double, shifted by the maximum) of the kept candidates; their sum in any order.
-  // Weight 1 at the maximum (also when it is +infinity, where the difference would be NaN).
-  auto weight = [&](size_t i) {
-    const float scaled = candidates_[i].first;
-    return scaled == max_logit ? 1.0 : std::exp(static_cast<double>(scaled) - max_logit);
-  };
-  double total = 0.0;
-  for (size_t i = 0; i < keep; ++i) total += weight(i);
-  if (params.top_p < 1.0f) {  // the smallest most-probable prefix whose mass reaches top_p
-    const double target = static_cast<double>(params.top_p) * total;
-    double cumulative = 0.0;
-    size_t prefix = 0;
-    while (prefix < keep) {
-      OrderThrough(prefix, keep);
-      cumulative += weight(prefix++);
-      if (cumulative >= target) break;
+// A quickselect by weight. Invariant: candidates_[0, lo) come (in Before order) before everything in [lo, hi) and
+// weigh `above` < target; the nucleus ends within (lo, hi]. Each round partitions [lo, hi) around a pivot (the
+// median of three by Before) and keeps the side holding the end.
+size_t Sampler::SelectNucleus(size_t keep, double target) {
+  const auto at = [this](size_t i) { return candidates_.begin() + static_cast<std::ptrdiff_t>(i); };
+  const auto weight = [this](const std::pair<float, int32_t>& c) { return static_cast<double>(weights_[c.second]); };
+  size_t lo = 0;
+  size_t hi = keep;
+  double above = 0.0;
+  while (hi - lo > 1) {
+    std::pair<float, int32_t> a = *at(lo), b = *at(lo + (hi - lo) / 2), c = *at(hi - 1);
+    if (Before{}(b, a)) std::swap(a, b);
+    if (Before{}(c, b)) std::swap(b, c);
+    if (Before{}(b, a)) std::swap(a, b);
+    const std::pair<float, int32_t> pivot = b;
+    const auto mid = std::partition(at(lo), at(hi), [&](const auto& x) { return Before{}(x, pivot); });
+    const auto m = static_cast<size_t>(mid - candidates_.begin());
+    double upper = 0.0;
+    for (size_t i = lo; i < m; ++i) upper += weight(candidates_[i]);
+    if (above + upper >= target) {  // the end is among those before the pivot (m > lo: above alone < target)
+      hi = m;
+      continue;
     }
-    keep = prefix;
-    total = cumulative;
+    std::iter_swap(mid, std::find(mid, at(hi), pivot));  // the pivot right after those before it
+    above += upper + weight(pivot);
+    lo = m + 1;
+    if (above >= target) return lo;  // the pivot completes it
   }
-  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;  // [0, total)
-  double cumulative = 0.0;
-  for (size_t i = 0; i < keep; ++i) {
-    OrderThrough(i, keep);
-    cumulative += weight(i);
-    if (u < cumulative) return candidates_[i].second;
-  }
-  return candidates_[keep - 1].second;  // rounding at the top end
+  return hi;  // one candidate left: the end is after it (or, by rounding, everything was taken)
 }
 
 }  // namespace sluice

@@ -1,13 +1,12 @@
 // The generation engine's token sampler: picks the next token id from one row of logits under a request's
 // SamplingParams (scheduler/generation_request.h).
 //   temperature 0: greedy, the argmax (ties go to the lowest id); the generator is not touched.
-//   otherwise: logits / temperature, keep the top_k highest (0: all), then the smallest prefix of those (by
-//   descending probability, ties by ascending id) whose probability reaches top_p (1: all), and draw one with
-//   the sequence's own generator: one uniform u in [0, total weight), and the candidate where the cumulative
-//   weight first exceeds u. With a cut-off the walk goes in the cut-off's order (descending probability, built
-//   only as far as the draw goes); without one (top_k 0 or >= the vocabulary, top_p 1) in id order, which
-//   draws from the same distribution without ordering anything. The draw uses 53 bits of one 64-bit output (no
-//   std distribution, whose algorithm is the library's choice), so a seed gives the same tokens on every build.
+//   otherwise: logits / temperature, keep the top_k highest (0: all), then the smallest set of those, taken by
+//   descending probability (ties by ascending id), whose probability reaches top_p (1: all), and draw one with
+//   the sequence's own generator: one uniform u in [0, the kept weight), and the kept id, walking ids in
+//   ascending order, where the cumulative weight first exceeds u (any fixed walk draws from the same softmax; id
+//   order needs no sorting). The draw uses 53 bits of one 64-bit output (no std distribution, whose algorithm is
+//   the library's choice), so a seed gives the same tokens on every build.
 // NaN logits count as -infinity. A row whose every logit is -infinity or NaN yields the lowest id among them (0).
 // Thread-safety: a Sampler holds scratch space; use one per thread (each engine thread owns one).
 #pragma once
@@ -31,13 +30,21 @@ class Sampler {
   static int32_t Greedy(absl::Span<const float> logits);
 
  private:
-  int32_t DrawInIdOrder(absl::Span<const float> logits, float inverse_temperature, std::mt19937_64& rng);
-  void OrderThrough(size_t i, size_t keep);
+  int32_t SampleTopK(absl::Span<const float> logits, float inverse_temperature, size_t k, float top_p,
+                     std::mt19937_64& rng);
+  // Moves the top-p set of candidates_[0, keep) (the smallest prefix in descending-logit, ascending-id order that
+  // weighs >= target) to candidates_[0, end), in no particular order, and returns end.
+  size_t SelectNucleus(size_t keep, double target);
+  // Top-p alone (weights_ has every id's weight): moves the top-p set to candidates_[0, end), returns end.
+  size_t CandidatesForTopP(absl::Span<const float> logits, float inverse_temperature, float top_p);
+  // The draw among candidates_[0, keep), their weights in weights_; or among every id.
+  int32_t DrawAmongCandidates(size_t keep, std::mt19937_64& rng);
+  int32_t DrawById(std::mt19937_64& rng);
 
-  std::vector<std::pair<float, int32_t>> candidates_;  // (scaled logit, id), reused between calls
-  size_t ordered_ = 0;  // candidates_[0, ordered_) are the kept ones' most probable, in draw order
-  size_t likely_ = 0;   // candidates_[0, likely_) are those near the maximum logit (unordered past ordered_)
-  std::vector<float> weights_;  // DrawInIdOrder's softmax weights by id, reused between calls
+  // Scratch space, reused between calls.
+  std::vector<float> weights_;                         // softmax weight by id (with top-k: the kept ids' only)
+  std::vector<float> cut_;                             // a cut-off's weights by id, 0 outside it, swapped in
+  std::vector<std::pair<float, int32_t>> candidates_;  // (scaled logit, id), for the cut-offs' selections
 };
 
 }  // namespace sluice

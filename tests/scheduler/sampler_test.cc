@@ -122,45 +122,42 @@ TEST(SamplerTest, TopPKeepsTheSmallestSetThatReachesP) {
   EXPECT_EQ(f.size(), 2u);
 }
 
-// The sampler's contract spelled out the slow way: with a cut-off every candidate sorted (without one, id order),
-// softmax, top-p prefix, one draw.
+// The sampler's contract spelled out the slow way: every candidate sorted, the top-k and top-p sets cut from that
+// order, softmax, one draw walking the kept ids in ascending order.
 int32_t ReferenceSample(const std::vector<float>& logits, const SamplingParams& params, std::mt19937_64& rng) {
   std::vector<std::pair<float, int32_t>> c;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float v = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
     c.emplace_back(v * (1.0f / params.temperature), static_cast<int32_t>(i));
   }
-  const bool cut = (params.top_k > 0 && static_cast<size_t>(params.top_k) < c.size()) || params.top_p < 1.0f;
-  const float max_logit = std::max_element(c.begin(), c.end())->first;
-  if (cut) {
-    std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-  }
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   size_t keep = params.top_k > 0 ? std::min(c.size(), static_cast<size_t>(params.top_k)) : c.size();
-  std::vector<double> w;
-  double total = 0.0;
-  for (size_t i = 0; i < keep; ++i) total += w.emplace_back(std::exp(double{c[i].first} - max_logit));
+  auto weight = [&](size_t i) { return c[i].first == c[0].first ? 1.0f : std::exp(c[i].first - c[0].first); };
   if (params.top_p < 1.0f) {
+    double total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += weight(i);
     double cumulative = 0.0;
     size_t prefix = 0;
-    while (prefix < keep && (cumulative += w[prefix++]) < params.top_p * total) {
+    while (prefix < keep && (cumulative += weight(prefix++)) < params.top_p * total) {
     }
     keep = prefix;
-    total = cumulative;
   }
+  std::vector<double> by_id(logits.size(), 0.0);
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += by_id[c[i].second] = weight(i);
   const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
   double cumulative = 0.0;
-  for (size_t i = 0; i < keep; ++i) {
-    if (u < (cumulative += w[i])) return c[i].second;
+  for (size_t id = 0; id < by_id.size(); ++id) {
+    if (u < (cumulative += by_id[id])) return static_cast<int32_t>(id);
   }
-  return c[keep - 1].second;
+  return -1;  // only by rounding, which these rows do not reach
 }
 
-// The lazy ordering draws what a full sort would, shallow or deep in the order: peaked rows (the draw ends in the
-// first block), flat rows with ties (it walks far), top-k and top-p cut-offs; without a cut-off, the walk in id
-// order. Totals are summed in another order, so a draw could differ only when it falls within rounding of a
-// boundary (never, at these counts).
+// The selections draw what a full sort would: peaked rows (a top-p set of one or two), flat rows with ties (sets
+// cut between equal logits, by id), top-k and top-p cut-offs and none. Totals are summed in another order, so a
+// draw could differ only when it falls within rounding of a boundary (never, at these counts).
 TEST(SamplerTest, DrawsEqualAFullSortReference) {
   std::mt19937 logits_rng(17);
   Sampler sampler;
@@ -186,7 +183,7 @@ TEST(SamplerTest, DrawsEqualAFullSortReference) {
       if (logits[got] < 5.0f && i % 3 == 0) ++deep;
     }
   }
-  EXPECT_GT(deep, 10) << "some draws should have walked past the first block, into the flat tail";
+  EXPECT_GT(deep, 10) << "some draws should land in the flat tail (sets cut between equal logits)";
 }
 
 }  // namespace
