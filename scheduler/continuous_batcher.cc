@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "scheduler/delivery_lane.h"
 #include "scheduler/generation_shapes.h"
@@ -121,6 +122,17 @@ struct Instance {
 };
 
 bool IsDeviceGone(const absl::Status& status) { return status.code() == absl::StatusCode::kUnavailable; }
+
+// A copy of `status` that shares no state with it, for an answer handed to the delivery thread. absl::Status
+// copies share one reference-counted rep, and Debian's Abseil drops the last reference inside its uninstrumented
+// library: an engine or watchdog thread releasing its copy (an Outcome, a backend's StatusOr) after the delivery
+// thread released its own looks to ThreadSanitizer like an unordered delete, and fails the TSan run (seen in CI).
+absl::Status Unshared(const absl::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  absl::Status copy(status.code(), status.message());
+  status.ForEachPayload([&copy](absl::string_view url, const absl::Cord& payload) { copy.SetPayload(url, payload); });
+  return copy;
+}
 
 }  // namespace
 
@@ -867,7 +879,7 @@ class ContinuousBatcher::Impl {
     for (Outcome& o : ended) {
       Sequence& seq = *o.sequence;
       GenerationResult result;
-      result.status = o.status;
+      result.status = Unshared(o.status);
       result.finish = o.reason;
       result.prompt_tokens = static_cast<int>(seq.prompt_length());
       result.queue_time = seq.admitted ? seq.queue_time : now - seq.enqueued;

@@ -221,10 +221,11 @@ class HttpServer::Impl : public HttpConnectionHost {
   }
 
   void ConnectionDestroyed() override {
-    {
-      MutexLock lock(&mu_);
-      --live_;
-    }
+    // Signalled under mu_: Stop() returns (and the server may be destroyed, changed_ with it) as soon as it sees
+    // live_ == 0, so once mu_ is released this thread must not touch the server (TSan caught a SignalAll running
+    // while the destructor destroyed changed_).
+    MutexLock lock(&mu_);
+    --live_;
     changed_.SignalAll();
   }
 
