@@ -11,28 +11,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float Clean(float logit) { return std::isnan(logit) ? kNegInf : logit; }
 
-// The largest logit, NaN ignored (-infinity when all are NaN or -infinity). Eight running maxima, not one: one is
-// a chain of dependent compares, eight are independent chains the CPU overlaps.
-float MaxLogit(absl::Span<const float> logits) {
-  constexpr size_t kLanes = 8;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, kNegInf);
-  size_t i = 0;
-  for (; i + kLanes <= logits.size(); i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) lanes[j] = logits[i + j] > lanes[j] ? logits[i + j] : lanes[j];  // NaN: kept
-  }
-  float max = *std::max_element(lanes, lanes + kLanes);
-  for (; i < logits.size(); ++i) max = logits[i] > max ? logits[i] : max;
-  return max;
-}
-
 // A softmax weight, shifted by the maximum, in single precision (~1e-7 relative; every sum is in double): float
 // exp costs about half of double's, and the exps are most of a draw's time. 1 at the maximum, also when it is
 // +infinity (where the difference would be NaN).
 float Weight(float scaled, float max_logit) { return scaled == max_logit ? 1.0f : std::exp(scaled - max_logit); }
 
-// A uniform draw in [0, total) from 53 bits of one generator output.
-double Uniform(std::mt19937_64& rng, double total) { return static_cast<double>(rng() >> 11) * 0x1.0p-53 * total; }
+// The draw: entries 0..count-1 walked in order (weight_of(i), id_of(i)), one uniform u in [0, their total weight)
+// from 53 bits of one generator output, and the id where the cumulative weight first exceeds u (rounding at the
+// top end: the last entry with any weight).
+template <typename WeightOf, typename IdOf>
+int32_t Walk(size_t count, WeightOf weight_of, IdOf id_of, std::mt19937_64& rng) {
+  double total = 0.0;
+  for (size_t i = 0; i < count; ++i) total += weight_of(i);
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+  double cumulative = 0.0;
+  size_t last = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const float w = weight_of(i);
+    cumulative += w;
+    if (u < cumulative) return id_of(i);
+    if (w > 0.0f) last = i;
+  }
+  return id_of(last);
+}
 
 // Higher logit first; equal logits by ascending id: a strict total order, so every cut-off below is deterministic.
 // A function object, not a function: the selection templates inline it.
@@ -70,8 +71,8 @@ int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& pa
     return SampleTopK(logits, inverse_temperature, static_cast<size_t>(params.top_k), params.top_p, rng);
   }
   // The scaled maximum: scaling by a positive factor keeps the order (rounding is monotonic), so it is the
-  // maximum logit scaled, and equals the scaled value of the ids that hold it.
-  const float max_logit = MaxLogit(logits) * inverse_temperature;
+  // greedy id's logit scaled, and equals the scaled value of the ids that hold it.
+  const float max_logit = Clean(logits[static_cast<size_t>(Greedy(logits))]) * inverse_temperature;
   if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
   weights_.resize(vocab);
   for (size_t i = 0; i < vocab; ++i) weights_[i] = Weight(Clean(logits[i]) * inverse_temperature, max_logit);
@@ -129,33 +130,16 @@ int32_t Sampler::DrawAmongCandidates(size_t keep, std::mt19937_64& rng) {
   }
   const auto end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
   std::sort(candidates_.begin(), end, [](const auto& a, const auto& b) { return a.second < b.second; });
-  double total = 0.0;
-  for (size_t i = 0; i < keep; ++i) total += weights_[candidates_[i].second];
-  const double u = Uniform(rng, total);
-  double cumulative = 0.0;
-  size_t last = 0;  // rounding at the top end: the last candidate with any weight
-  for (size_t i = 0; i < keep; ++i) {
-    const float w = weights_[candidates_[i].second];
-    cumulative += w;
-    if (u < cumulative) return candidates_[i].second;
-    if (w > 0.0f) last = i;
-  }
-  return candidates_[last].second;
+  return Walk(
+      keep, [this](size_t i) { return weights_[candidates_[i].second]; },
+      [this](size_t i) { return candidates_[i].second; }, rng);
 }
 
 // Walks every id in order through weights_.
 int32_t Sampler::DrawById(std::mt19937_64& rng) {
-  double total = 0.0;
-  for (float w : weights_) total += w;
-  const double u = Uniform(rng, total);
-  double cumulative = 0.0;
-  for (size_t i = 0; i < weights_.size(); ++i) {
-    cumulative += weights_[i];
-    if (u < cumulative) return static_cast<int32_t>(i);
-  }
-  size_t last = weights_.size() - 1;  // rounding at the top end: the last id with any weight
-  while (weights_[last] == 0.0f) --last;
-  return static_cast<int32_t>(last);
+  return Walk(
+      weights_.size(), [this](size_t i) { return weights_[i]; }, [](size_t i) { return static_cast<int32_t>(i); },
+      rng);
 }
 
 // A quickselect by weight. Invariant: candidates_[0, lo) come (in Before order) before everything in [lo, hi) and
