@@ -1,5 +1,6 @@
 #include "server/voice/audio_decode.h"
 
+#include <ogg/ogg.h>
 #include <sndfile.h>
 
 #include <algorithm>
@@ -138,16 +139,30 @@ absl::Status CheckRiffSize(std::string_view bytes) {
 // OGG is accepted with Opus inside only (what Riva's OGGOPUS names). Debian's libsndfile 1.2.0 leaks libvorbis's
 // setup (~6 KB) whenever it refuses malformed Vorbis headers (found by fuzz_audio_decode; upstream's ogg_vorbis.c
 // has the same code), which would let a client grow the server's memory at will: Vorbis is refused before
-// libsndfile sees it. The first page's first packet names the codec: "OpusHead" for Opus.
+// libsndfile sees it. libsndfile names the codec from the first page libogg accepts, and libogg skips whatever
+// does not form a page (a bad checksum, a cut-off page) to the next "OggS": looking at byte 0 is not enough (the
+// fuzzer's second find). So libogg itself must accept a page at byte 0, the stream's first (BOS, not a
+// continuation), and its first packet, which then starts the body, must be "OpusHead".
 absl::Status CheckOggIsOpus(std::string_view bytes) {
-  constexpr size_t kSegmentCountAt = 26, kSegmentTableAt = 27;
-  if (bytes.size() > kSegmentCountAt) {
-    const size_t payload = kSegmentTableAt + static_cast<uint8_t>(bytes[kSegmentCountAt]);
-    if (bytes.size() >= payload + 8 && bytes.substr(payload, 8) == "OpusHead") return absl::OkStatus();
+  constexpr size_t kLargestOggPage = 27 + 255 + 255 * 255;
+  const size_t scanned = std::min(bytes.size(), kLargestOggPage);
+  ogg_sync_state sync;
+  ogg_sync_init(&sync);
+  char* buffer = ogg_sync_buffer(&sync, static_cast<long>(scanned));
+  bool opus = false;
+  if (buffer != nullptr) {
+    std::memcpy(buffer, bytes.data(), scanned);
+    ogg_sync_wrote(&sync, static_cast<long>(scanned));
+    ogg_page page;
+    // > 0: a whole page with a valid checksum starts at byte 0 (< 0 would mean bytes skipped, 0 a cut-off page).
+    opus = ogg_sync_pageseek(&sync, &page) > 0 && ogg_page_bos(&page) && !ogg_page_continued(&page) &&
+           page.body_len >= 8 && std::memcmp(page.body, "OpusHead", 8) == 0;
   }
+  ogg_sync_clear(&sync);
+  if (opus) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      "ogg audio must carry Opus (OGGOPUS); other codecs in OGG (Vorbis, FLAC) are not accepted: send WAV, FLAC or "
-      "OGG Opus");
+      "ogg audio must carry Opus (OGGOPUS) and start with an intact Opus header page; other codecs in OGG (Vorbis, "
+      "FLAC) are not accepted: send WAV, FLAC or OGG Opus");
 }
 
 uint32_t Le(std::string_view b, size_t pos, int bytes) {

@@ -103,6 +103,33 @@ TEST(DecodeAudioTest, OggVorbisIsRefusedBeforeLibsndfileSeesIt) {
   EXPECT_THAT(DecodeError("OggS", {AudioEncoding::kOggOpus, 16000, 1}).ToString(), HasSubstr("Opus"));
 }
 
+// The bytes of an OGG file's first page (header, segment table, body).
+std::string FirstOggPage(const std::string& ogg) {
+  const size_t segments = static_cast<uint8_t>(ogg.at(26));
+  size_t body = 0;
+  for (size_t i = 0; i < segments; ++i) body += static_cast<uint8_t>(ogg.at(27 + i));
+  return ogg.substr(0, 27 + segments + body);
+}
+
+TEST(DecodeAudioTest, OggWhoseFirstValidPageIsVorbisIsRefused) {
+  // libogg skips bytes that do not form a page (a bad checksum, a cut-off page) and libsndfile picks the codec
+  // from the first page it accepts: an Opus-looking first page that libogg skips must not let Vorbis through.
+  const std::string vorbis = Encode(Sine(440, 16000, 0.5), 16000, 1, SF_FORMAT_OGG | SF_FORMAT_VORBIS);
+  const std::string opus_page = FirstOggPage(Encode(Sine(440, 48000, 0.1), 48000, 1, SF_FORMAT_OGG | SF_FORMAT_OPUS));
+  ASSERT_EQ(opus_page.substr(27 + static_cast<uint8_t>(opus_page[26]), 8), "OpusHead");
+  std::string bad_checksum = opus_page;
+  bad_checksum[22] = static_cast<char>(bad_checksum[22] ^ 0x5A);  // the page's CRC-32
+  const std::string cut_off = opus_page.substr(0, opus_page.size() - 3);
+  for (const std::string& first : {bad_checksum, cut_off}) {
+    EXPECT_THAT(DecodeError(first + vorbis, {AudioEncoding::kOggOpus, 16000, 1}).ToString(),
+                HasSubstr("ogg audio must carry Opus"));
+  }
+  // The same page intact in front of nothing else is accepted as far as the codec goes (libsndfile then finds no
+  // audio): the refusal above is about the skipped page, not the page itself.
+  EXPECT_THAT(DecodeError(opus_page, {AudioEncoding::kOggOpus, 16000, 1}).ToString(),
+              Not(HasSubstr("must carry Opus")));
+}
+
 TEST(DecodeAudioTest, OggOpusDecodesToTheSine) {
   struct Case { int format; int rate; AudioEncoding declared; };
   for (const Case& c : {Case{SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, AudioEncoding::kOggOpus},
