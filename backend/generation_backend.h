@@ -66,16 +66,28 @@ struct DecodeRow {
   int slot = 0;
 };
 
+// How a row's next token is picked from its logits, for a backend that can pick where the logits are: the rules of
+// Sampler (scheduler/sampler.h) with the draw's uniform taken by the engine from the sequence's generator, so the
+// host and a device draw the same token (up to float rounding: an id whose cumulative weight lies within rounding of
+// the draw, or of the top_p boundary, can go either way; the sums' order differs between devices).
+struct TokenPick {
+  float temperature = 0.0f;  // 0: the argmax (lowest id on ties; NaN counts as -infinity)
+  int32_t top_k = 0;         // 0: no cut-off
+  float top_p = 1.0f;        // 1: no cut-off
+  double uniform = 0.0;      // in [0, 1); unused when greedy
+};
+
 // One decode step: runs graphs/decode_b<batch_size>_k<kv_length>.pt. Each row attends to positions
 // [0, position] of its slot.
 struct DecodeInput {
   int batch_size = 0;           // a compiled decode batch size >= rows.size()
   int64_t kv_length = 0;        // a compiled KV length > every row's position
   std::vector<DecodeRow> rows;  // 1..batch_size real rows, distinct slots
-  // Every real row takes its argmax and nothing else needs its logits (greedy, no suppressed or allowed ids). A
-  // backend that can pick the argmax where the logits are (its device) answers Logits::argmax and no values, so
-  // rows x 4 bytes leave the device instead of rows x vocab x 4; one that cannot ignores this.
-  bool argmax_only = false;
+  // Empty, or one per real row when nothing but the row's logits decides its next token (no suppressed or allowed
+  // ids): a backend that can pick where the logits are (its device) may answer Logits::picked and no values, so
+  // rows x 4 bytes leave the device instead of rows x vocab x 4; one that cannot (or, for these picks, would be
+  // slower) returns the logits and the engine samples on the host with the same uniforms.
+  std::vector<TokenPick> picks;
 };
 
 // Row-major [rows, vocab] FP32 logits, one row per real input row (padding rows are dropped).
@@ -83,9 +95,8 @@ struct Logits {
   int rows = 0;
   int vocab = 0;
   std::vector<float> values;
-  // Instead of values, when a decode asked argmax_only and the backend picked on its device: one id per real
-  // row, Sampler::Greedy's rule (the lowest id among the row's maxima; NaN counts as -infinity).
-  std::vector<int32_t> argmax;
+  // Instead of values, when a decode came with picks and the backend picked on its device: one id per real row.
+  std::vector<int32_t> picked;
   const float* row(int r) const { return values.data() + static_cast<size_t>(r) * vocab; }
 };
 

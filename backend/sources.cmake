@@ -22,6 +22,7 @@ set(SLUICE_BACKEND_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/torch_weights.cc
   ${CMAKE_CURRENT_LIST_DIR}/torch_backend.cc
   ${CMAKE_CURRENT_LIST_DIR}/torch_generation_backend.cc
+  ${CMAKE_CURRENT_LIST_DIR}/torch_token_pick.cc       # DecodeInput::picks on the device: Sampler's rules in torch ops
   ${CMAKE_CURRENT_LIST_DIR}/torch_stream_step_backend.cc
   ${CMAKE_CURRENT_LIST_DIR}/neuron_runtime.cc
   ${CMAKE_CURRENT_LIST_DIR}/neuron_placement.cc

@@ -531,7 +531,7 @@ class ContinuousBatcher::Impl {
         }
         continue;
       }
-      if (std::optional<FinishReason> reason = Deliver(in, seq, PickToken(in, seq, *logits, 0), end)) {
+      if (std::optional<FinishReason> reason = Deliver(in, seq, PickToken(in, seq, *logits, 0, DrawUniform(seq)), end)) {
         ended.push_back({std::move(in.admitted[i]), *reason, absl::OkStatus()});
         Finish(&in, ended);
       } else {
@@ -646,7 +646,7 @@ class ContinuousBatcher::Impl {
       if (seq.prefilled < seq.prompt_length()) continue;  // the same prompt's next chunk, if the budget allows
       SequencePtr done = std::move(in.prefilling[i]);
       in.prefilling.erase(in.prefilling.begin() + static_cast<std::ptrdiff_t>(i));
-      if (std::optional<FinishReason> reason = Deliver(in, *done, PickToken(in, *done, *logits, 0), end)) {
+      if (std::optional<FinishReason> reason = Deliver(in, *done, PickToken(in, *done, *logits, 0, DrawUniform(*done)), end)) {
         ended.push_back({std::move(done), *reason, absl::OkStatus()});
         Finish(&in, ended);
       } else {
@@ -666,14 +666,19 @@ class ContinuousBatcher::Impl {
     for (size_t begin = 0; begin < rows_total && !gone; begin += gen_.max_decode_batch()) {
       const size_t end = std::min(rows_total, begin + static_cast<size_t>(gen_.max_decode_batch()));
       DecodeInput input;
-      input.argmax_only = true;  // until a row needs its logits
+      bool device_may_pick = true;  // until a row needs its logits on the host
+      std::vector<double> uniforms;
       int64_t max_position = 0;
       for (size_t r = begin; r < end; ++r) {
-        const Sequence& seq = *in.running[r];
+        Sequence& seq = *in.running[r];
         input.rows.push_back({seq.last_token, seq.next_position(), seq.slot});
         max_position = std::max(max_position, seq.next_position());
-        input.argmax_only = input.argmax_only && TakesPlainArgmax(seq);
+        const SamplingParams& sampling = seq.request.sampling;
+        uniforms.push_back(DrawUniform(seq));
+        input.picks.push_back({sampling.temperature, sampling.top_k, sampling.top_p, uniforms.back()});
+        device_may_pick = device_may_pick && !MasksIds(seq);
       }
+      if (!device_may_pick) input.picks.clear();
       const int rows = static_cast<int>(end - begin);
       input.batch_size = DecodeBatchFor(gen_, rows);
       input.kv_length = KvLengthFor(gen_, max_position);
@@ -681,7 +686,7 @@ class ContinuousBatcher::Impl {
       bool timed_out = false;
       absl::StatusOr<Logits> logits =
           CallBackend(in, absl::StrCat("decode (batch ", input.batch_size, ", KV length ", input.kv_length, ")"), rows,
-                      [&] { return in.backend->Decode(input); }, timed_out);
+                      [&] { return in.backend->Decode(input); }, timed_out, /*may_pick=*/!input.picks.empty());
       if (timed_out) return StepResult::kTimedOut;
       const absl::Time produced = clock_.Now();
       Report({in.index, false, input.batch_size, rows, input.kv_length, rows, produced - start, logits.ok()});
@@ -691,7 +696,8 @@ class ContinuousBatcher::Impl {
         if (!logits.ok()) {
           verdicts[r] = Outcome{nullptr, FinishReason::kError, logits.status()};
         } else if (std::optional<FinishReason> reason =
-                       Deliver(in, seq, PickToken(in, seq, *logits, static_cast<int>(r - begin)), produced)) {
+                       Deliver(in, seq, PickToken(in, seq, *logits, static_cast<int>(r - begin), uniforms[r - begin]),
+                               produced)) {
           verdicts[r] = Outcome{nullptr, *reason, absl::OkStatus()};
         }
       }
@@ -730,11 +736,18 @@ class ContinuousBatcher::Impl {
     return in.masked.data();
   }
 
-  // Row r's next token: the backend's argmax when it picked on its device (argmax_only), else sampled here.
-  int32_t PickToken(Instance& in, Sequence& seq, const Logits& logits, int r) {
-    if (!logits.argmax.empty()) return logits.argmax[r];
+  // Row r's next token: the backend's when it picked on its device (DecodeInput::picks), else sampled here with
+  // the uniform drawn for it.
+  int32_t PickToken(Instance& in, Sequence& seq, const Logits& logits, int r, double uniform) {
+    if (!logits.picked.empty()) return logits.picked[r];
     const float* row = Suppressed(in, seq, logits.row(r));
-    return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, seq.rng);
+    return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, uniform);
+  }
+
+  // The uniform of the sequence's next draw (one generator output per sampled token; none when greedy), taken
+  // before the step so that the host and a device that samples draw the same token.
+  static double DrawUniform(Sequence& seq) {
+    return seq.request.sampling.temperature > 0.0f ? Sampler::Uniform(seq.rng) : 0.0;
   }
 
   // Whether the sequence's next token comes from a masked row (suppressed or allowed ids, or first-step ids at its
@@ -745,11 +758,6 @@ class ContinuousBatcher::Impl {
            (seq.generated == 0 && !r.first_step_suppressed_ids.empty());
   }
 
-  // Whether the sequence's next token is the plain argmax of its logits: greedy (the sampler would not touch its
-  // generator) and no ids masked.
-  static bool TakesPlainArgmax(const Sequence& seq) {
-    return seq.request.sampling.temperature == 0 && !MasksIds(seq);
-  }
 
   // Queues the sequence's next token for the client (in.outbox) and says whether the sequence is done.
   std::optional<FinishReason> Deliver(Instance& in, Sequence& seq, int32_t token, absl::Time produced) {
@@ -772,7 +780,8 @@ class ContinuousBatcher::Impl {
   // The call is watched (executing under mu_); `timed_out` set: the watchdog answered this instance's sequences
   // while it ran, and the caller must not touch them (the result is dropped).
   template <typename Call>
-  absl::StatusOr<Logits> CallBackend(Instance& in, const std::string& graph, int rows, Call call, bool& timed_out) {
+  absl::StatusOr<Logits> CallBackend(Instance& in, const std::string& graph, int rows, Call call, bool& timed_out,
+                                     bool may_pick = false) {
     FlushOutbox(in);  // the tokens sampled so far reach their clients while this call runs
     {
       MutexLock lock(&mu_);
@@ -795,10 +804,10 @@ class ContinuousBatcher::Impl {
       timed_out = in.timed_out;
     }
     if (timed_out) return absl::UnavailableError("timed out");
-    if (result.ok() && !HasShape(*result, rows)) {
+    if (result.ok() && !HasShape(*result, rows, may_pick)) {
       result = absl::InternalError(absl::StrCat("the backend returned ", result->rows, " x ", result->vocab,
-                                                " logits (", result->values.size(), " values, ", result->argmax.size(),
-                                                " argmax ids), expected ", rows, " x ", gen_.vocab_size));
+                                                " logits (", result->values.size(), " values, ", result->picked.size(),
+                                                " picked ids), expected ", rows, " x ", gen_.vocab_size));
     }
     if (result.ok()) return result;
     return absl::Status(result.status().code(),
@@ -806,12 +815,13 @@ class ContinuousBatcher::Impl {
                                      descriptions_[in.index], "): ", result.status().message()));
   }
 
-  // rows x vocab values, or (a backend's argmax_only answer) no values and one id in [0, vocab) per row.
-  bool HasShape(const Logits& logits, int rows) const {
+  // rows x vocab values, or (a backend that picked on its device, when asked to) no values and one id in
+  // [0, vocab) per row.
+  bool HasShape(const Logits& logits, int rows, bool may_pick) const {
     if (logits.rows != rows || logits.vocab != gen_.vocab_size) return false;
-    if (logits.argmax.empty()) return logits.values.size() == static_cast<size_t>(rows) * gen_.vocab_size;
-    return logits.values.empty() && logits.argmax.size() == static_cast<size_t>(rows) &&
-           std::all_of(logits.argmax.begin(), logits.argmax.end(),
+    if (logits.picked.empty()) return logits.values.size() == static_cast<size_t>(rows) * gen_.vocab_size;
+    return may_pick && logits.values.empty() && logits.picked.size() == static_cast<size_t>(rows) &&
+           std::all_of(logits.picked.begin(), logits.picked.end(),
                        [&](int32_t id) { return id >= 0 && id < gen_.vocab_size; });
   }
 

@@ -36,9 +36,11 @@
 // sequence its instance holds answered UNAVAILABLE (naming the model, the graph and the instance) and the
 // instance leaves rotation for good, as when its device is gone; the step observer gets a report with timed_out.
 //
-// Sampling on the device: a decode step whose every row is greedy with no ids masked asks the backend for
-// argmax_only (backend/generation_backend.h); a backend that picks the argmax where the logits are (TorchScript:
-// on its device) returns one id per row and the logits never reach the host. Otherwise the engine samples.
+// Sampling on the device: each sampled token takes its uniform from the sequence's generator before the step
+// (Sampler::Uniform), so a token is the same whether the host or the device picks it. A decode step with no ids
+// masked in any row passes every row's TokenPick (backend/generation_backend.h); a backend that picks where the
+// logits are (TorchScript: greedy rows always, sampled rows on a GPU) returns one id per row and the logits never
+// reach the host. Otherwise the engine samples with the same uniforms.
 //
 // Delivery: the engine thread samples; it never runs client code. Each instance has a DeliveryLane (a thread)
 // that runs its sequences' on_token and on_done in the order the engine produced them, while the next step

@@ -16,14 +16,13 @@ float Clean(float logit) { return std::isnan(logit) ? kNegInf : logit; }
 // +infinity (where the difference would be NaN).
 float Weight(float scaled, float max_logit) { return scaled == max_logit ? 1.0f : std::exp(scaled - max_logit); }
 
-// The draw: entries 0..count-1 walked in order (weight_of(i), id_of(i)), one uniform u in [0, their total weight)
-// from 53 bits of one generator output, and the id where the cumulative weight first exceeds u (rounding at the
-// top end: the last entry with any weight).
+// The draw: entries 0..count-1 walked in order (weight_of(i), id_of(i)), u = uniform x their total weight, and the
+// id where the cumulative weight first exceeds u (rounding at the top end: the last entry with any weight).
 template <typename WeightOf, typename IdOf>
-int32_t Walk(size_t count, WeightOf weight_of, IdOf id_of, std::mt19937_64& rng) {
+int32_t Walk(size_t count, WeightOf weight_of, IdOf id_of, double uniform) {
   double total = 0.0;
   for (size_t i = 0; i < count; ++i) total += weight_of(i);
-  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+  const double u = uniform * total;
   double cumulative = 0.0;
   size_t last = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -63,12 +62,12 @@ int32_t Sampler::Greedy(absl::Span<const float> logits) {
 // Ordering by probability, even lazily, cost up to 52 us a row of 2,000 ids on this project's CPU without a
 // cut-off (1.0 ms at 49k ids, 2.6 ms at 128k) and 100 us / 1.9 ms with top_p 0.95, 16 rows a decode step on the
 // engine thread between steps (sluice-bench-sampler).
-int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
+int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, double uniform) {
   if (params.temperature <= 0.0f) return Greedy(logits);
   const float inverse_temperature = 1.0f / params.temperature;
   const size_t vocab = logits.size();
   if (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) {
-    return SampleTopK(logits, inverse_temperature, static_cast<size_t>(params.top_k), params.top_p, rng);
+    return SampleTopK(logits, inverse_temperature, static_cast<size_t>(params.top_k), params.top_p, uniform);
   }
   // The scaled maximum: scaling by a positive factor keeps the order (rounding is monotonic), so it is the
   // greedy id's logit scaled, and equals the scaled value of the ids that hold it.
@@ -77,14 +76,14 @@ int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& pa
   weights_.resize(vocab);
   for (size_t i = 0; i < vocab; ++i) weights_[i] = Weight(Clean(logits[i]) * inverse_temperature, max_logit);
   if (params.top_p < 1.0f) {
-    return DrawAmongCandidates(CandidatesForTopP(logits, inverse_temperature, params.top_p), rng);
+    return DrawAmongCandidates(CandidatesForTopP(logits, inverse_temperature, params.top_p), uniform);
   }
-  return DrawById(rng);
+  return DrawById(uniform);
 }
 
 // Only the top k are weighed: a selection (nth_element), their maximum, their weights, then top-p among them.
 int32_t Sampler::SampleTopK(absl::Span<const float> logits, float inverse_temperature, size_t k, float top_p,
-                            std::mt19937_64& rng) {
+                            double uniform) {
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_.emplace_back(Clean(logits[i]) * inverse_temperature, static_cast<int32_t>(i));
@@ -100,7 +99,7 @@ int32_t Sampler::SampleTopK(absl::Span<const float> logits, float inverse_temper
   }
   size_t keep = k;
   if (top_p < 1.0f) keep = SelectNucleus(keep, static_cast<double>(top_p) * kept_weight);
-  return DrawAmongCandidates(keep, rng);
+  return DrawAmongCandidates(keep, uniform);
 }
 
 // Top-p without top-k: the ids weighing at most (1 - top_p) x total / vocab weigh at most (1 - top_p) x total
@@ -121,25 +120,25 @@ size_t Sampler::CandidatesForTopP(absl::Span<const float> logits, float inverse_
 
 // Walks candidates_[0, keep) in id order: sorted by id when they are few, else through weights_ with every other
 // id weighed 0 (a pass over the vocabulary costs less than sorting many).
-int32_t Sampler::DrawAmongCandidates(size_t keep, std::mt19937_64& rng) {
+int32_t Sampler::DrawAmongCandidates(size_t keep, double uniform) {
   if (keep * 16 >= weights_.size()) {
     cut_.assign(weights_.size(), 0.0f);
     for (size_t i = 0; i < keep; ++i) cut_[candidates_[i].second] = weights_[candidates_[i].second];
     weights_.swap(cut_);
-    return DrawById(rng);
+    return DrawById(uniform);
   }
   const auto end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
   std::sort(candidates_.begin(), end, [](const auto& a, const auto& b) { return a.second < b.second; });
   return Walk(
       keep, [this](size_t i) { return weights_[candidates_[i].second]; },
-      [this](size_t i) { return candidates_[i].second; }, rng);
+      [this](size_t i) { return candidates_[i].second; }, uniform);
 }
 
 // Walks every id in order through weights_.
-int32_t Sampler::DrawById(std::mt19937_64& rng) {
+int32_t Sampler::DrawById(double uniform) {
   return Walk(
       weights_.size(), [this](size_t i) { return weights_[i]; }, [](size_t i) { return static_cast<int32_t>(i); },
-      rng);
+      uniform);
 }
 
 // A quickselect by weight. Invariant: candidates_[0, lo) come (in Before order) before everything in [lo, hi) and

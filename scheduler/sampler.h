@@ -6,7 +6,8 @@
 //   the sequence's own generator: one uniform u in [0, the kept weight), and the kept id, walking ids in
 //   ascending order, where the cumulative weight first exceeds u (any fixed walk draws from the same softmax; id
 //   order needs no sorting). The draw uses 53 bits of one 64-bit output (no std distribution, whose algorithm is
-//   the library's choice), so a seed gives the same tokens on every build.
+//   the library's choice), so a seed gives the same tokens on every build; every sampled token takes exactly one
+//   output, also from a row with nothing to draw from.
 // NaN logits count as -infinity. A row whose every logit is -infinity or NaN yields the lowest id among them (0).
 // Thread-safety: a Sampler holds scratch space; use one per thread (each engine thread owns one).
 #pragma once
@@ -23,23 +24,32 @@ namespace sluice {
 
 class Sampler {
  public:
-  // REQUIRES: !logits.empty(); params validated (temperature >= 0 and finite, top_p in (0, 1], top_k >= 0).
-  int32_t Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
+  // REQUIRES: !logits.empty(); params validated (temperature >= 0 and finite, top_p in (0, 1], top_k >= 0);
+  // uniform in [0, 1) (Uniform's; ignored when greedy).
+  int32_t Sample(absl::Span<const float> logits, const SamplingParams& params, double uniform);
+  // The same with the draw taken from `rng` (one output, none when greedy).
+  int32_t Sample(absl::Span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
+    return Sample(logits, params, params.temperature > 0.0f ? Uniform(rng) : 0.0);
+  }
+
+  // A draw's uniform in [0, 1): the top 53 bits of one generator output. The engine takes it before a step, so the
+  // same draw picks the token on the host or on a device that samples (backend/generation_backend.h, TokenPick).
+  static double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
   // The argmax of `logits`, lowest id on ties, NaN ignored.
   static int32_t Greedy(absl::Span<const float> logits);
 
  private:
   int32_t SampleTopK(absl::Span<const float> logits, float inverse_temperature, size_t k, float top_p,
-                     std::mt19937_64& rng);
+                     double uniform);
   // Moves the top-p set of candidates_[0, keep) (the smallest prefix in descending-logit, ascending-id order that
   // weighs >= target) to candidates_[0, end), in no particular order, and returns end.
   size_t SelectNucleus(size_t keep, double target);
   // Top-p alone (weights_ has every id's weight): moves the top-p set to candidates_[0, end), returns end.
   size_t CandidatesForTopP(absl::Span<const float> logits, float inverse_temperature, float top_p);
   // The draw among candidates_[0, keep), their weights in weights_; or among every id.
-  int32_t DrawAmongCandidates(size_t keep, std::mt19937_64& rng);
-  int32_t DrawById(std::mt19937_64& rng);
+  int32_t DrawAmongCandidates(size_t keep, double uniform);
+  int32_t DrawById(double uniform);
 
   // Scratch space, reused between calls.
   std::vector<float> weights_;                         // softmax weight by id (with top-k: the kept ids' only)

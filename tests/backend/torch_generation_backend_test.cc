@@ -199,9 +199,10 @@ TEST_F(TorchGenerationBackendTest, PaddingRowsDoNotChangeRealRows) {
   RecordProperty("max_abs_diff_batch4_vs_alone", std::to_string(max_diff));
 }
 
-// argmax_only: the ids picked where the logits are (here the CPU) are the greedy picks of the same step's logits,
-// and no logits come back.
-TEST_F(TorchGenerationBackendTest, ArgmaxOnlyDecodeReturnsTheGreedyIdsOfTheSameStep) {
+// DecodeInput::picks, all greedy: the ids picked where the logits are (here the CPU) are the greedy picks of the
+// same step's logits, and no logits come back. With a sampled row, the CPU backend returns the logits (the host
+// sampler is cheaper there than torch's sort and scans: torch_generation_backend.cc, PicksHere).
+TEST_F(TorchGenerationBackendTest, GreedyPicksDecodeReturnsTheArgmaxIdsOfTheSameStep) {
   std::vector<DecodeRow> rows;
   int64_t furthest = 0;
   for (int i = 0; i < 3; ++i) {
@@ -211,14 +212,21 @@ TEST_F(TorchGenerationBackendTest, ArgmaxOnlyDecodeReturnsTheGreedyIdsOfTheSameS
     furthest = std::max(furthest, rows.back().position);
   }
   const int64_t kv = SmallestAtLeast(Options().kv_lengths, furthest + 1);
-  // Re-running the same rows at the same positions rewrites the same K/V: both calls see the same cache.
+  // Re-running the same rows at the same positions rewrites the same K/V: every call sees the same cache.
   Logits full = Decode(4, kv, rows);
-  absl::StatusOr<Logits> picked = Decoder().instance->Decode({4, kv, rows, /*argmax_only=*/true});
+  absl::StatusOr<Logits> picked = Decoder().instance->Decode({4, kv, rows, std::vector<TokenPick>(3)});
   ASSERT_TRUE(picked.ok()) << picked.status();
   EXPECT_TRUE(picked->values.empty());
   EXPECT_EQ(picked->rows, 3);
-  ASSERT_EQ(picked->argmax.size(), 3u);
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(picked->argmax[r], Argmax(full, r)) << "row " << r;
+  ASSERT_EQ(picked->picked.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(picked->picked[r], Argmax(full, r)) << "row " << r;
+
+  std::vector<TokenPick> one_sampled(3);
+  one_sampled[1] = {0.8f, 10, 0.9f, 0.5};
+  absl::StatusOr<Logits> logits = Decoder().instance->Decode({4, kv, rows, one_sampled});
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  EXPECT_TRUE(logits->picked.empty());
+  EXPECT_EQ(logits->values, full.values);
 }
 
 TEST_F(TorchGenerationBackendTest, PromptBucketsDoNotChangeTheLogits) {

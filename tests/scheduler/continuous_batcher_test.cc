@@ -468,52 +468,72 @@ TEST_F(ContinuousBatcherTest, AllowedIdsRestrictEveryStep) {
   for (int32_t token : answer->tokens()) EXPECT_THAT(allowed, ::testing::Contains(token));
 }
 
-// Sampling on the device: a decode step whose rows are all greedy with nothing masked asks the backend for
-// argmax_only; the ids it picks are the tokens delivered (the fake then returns no logits at all). A step holding a
-// sampled row asks for logits.
-TEST_F(ContinuousBatcherTest, AllGreedyStepsTakeTheArgmaxTheBackendPicksAndOthersAskForLogits) {
-  Start();
-  backend().PickArgmaxOnDevice();
-  backend().Hold();  // both prompts wait together, so their decode steps are shared
-  auto greedy = Submit(Prompt(5, 1), 10);
-  GenerationRequest sampled = Request(NewAnswer(), Prompt(9, 2), 4);
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.seed = 7;
-  auto other = Submit(std::move(sampled));
-  ASSERT_TRUE(Eventually([&] { return backend().blocked() == 1; }));
-  backend().Release();
-  ASSERT_TRUE(greedy->Wait() && other->Wait());
-  ExpectReference(*greedy, Prompt(5, 1), 10);
-  EXPECT_EQ(other->result().output_tokens, 4);
+// Sampling on the device: every decode step with nothing masked offers each row's TokenPick, its uniform drawn
+// from the sequence's generator before the step; a backend that picks only argmax rows (the TorchScript CPU
+// backend) answers picked ids for all-greedy steps and logits for the rest, one that picks everything (a GPU)
+// answers picked ids always. Either way the tokens are the ones the host would sample with the same seed.
+TEST_F(ContinuousBatcherTest, DeviceAndHostPicksGiveTheSameTokensForTheSameSeed) {
+  using DevicePicks = FakeGenerationBackend::DevicePicks;
+  std::vector<std::vector<int32_t>> sampled_tokens;
+  const DevicePicks modes[] = {DevicePicks::kNone, DevicePicks::kArgmax, DevicePicks::kAll};
+  for (int run = 0; run < 3; ++run) {
+    const DevicePicks mode = modes[run];
+    SCOPED_TRACE(run);
+    Start();
+    FakeGenerationBackend& fake = backend(run);  // each Start() adds one
+    fake.PickOnDevice(mode);
+    fake.Hold();  // both prompts wait together, so their decode steps are shared
+    auto greedy = Submit(Prompt(5, 1), 10);
+    GenerationRequest sampled = Request(NewAnswer(), Prompt(9, 2), 6);
+    sampled.sampling = {0.8f, 5, 0.9f, 7};
+    auto other = Submit(std::move(sampled));
+    ASSERT_TRUE(Eventually([&] { return fake.blocked() == 1; }));
+    fake.Release();
+    ASSERT_TRUE(greedy->Wait() && other->Wait());
+    ExpectReference(*greedy, Prompt(5, 1), 10);
+    sampled_tokens.push_back(other->tokens());
 
-  int sampled_slot = -1;
-  for (const BackendCall& c : Prefills(backend().calls())) {
-    if (c.prompt == Prompt(9, 2)) sampled_slot = c.rows.front().slot;
+    int sampled_slot = -1;
+    for (const BackendCall& c : Prefills(fake.calls())) {
+      if (c.prompt == Prompt(9, 2)) sampled_slot = c.rows.front().slot;
+    }
+    ASSERT_GE(sampled_slot, 0);
+    int shared = 0, greedy_only = 0;
+    for (const BackendCall& c : fake.calls()) {
+      if (c.prefill) continue;
+      ASSERT_EQ(c.picks.size(), c.rows.size());
+      bool holds_sampled = false;
+      for (size_t r = 0; r < c.rows.size(); ++r) {
+        const bool is_sampled = c.rows[r].slot == sampled_slot;
+        holds_sampled = holds_sampled || is_sampled;
+        EXPECT_EQ(c.picks[r].temperature, is_sampled ? 0.8f : 0.0f);
+        if (is_sampled) EXPECT_EQ(c.picks[r].top_k, 5);
+      }
+      const bool picked = mode == DevicePicks::kAll || (mode == DevicePicks::kArgmax && !holds_sampled);
+      EXPECT_EQ(c.answered_picked, picked) << c.rows.size() << " rows";
+      if (holds_sampled && c.rows.size() == 2) ++shared;
+      if (!holds_sampled) ++greedy_only;
+    }
+    EXPECT_GT(shared, 0) << "the two never shared a step";
+    EXPECT_GT(greedy_only, 0);
+    batcher_->Stop();
+    batcher_.reset();
   }
-  ASSERT_GE(sampled_slot, 0);
-  int shared = 0, greedy_only = 0;
-  for (const BackendCall& c : backend().calls()) {
-    if (c.prefill) continue;
-    const bool holds_sampled =
-        std::any_of(c.rows.begin(), c.rows.end(), [&](const DecodeRow& r) { return r.slot == sampled_slot; });
-    EXPECT_EQ(c.argmax_only, !holds_sampled) << c.rows.size() << " rows";
-    if (holds_sampled && c.rows.size() == 2) ++shared;
-    if (!holds_sampled) ++greedy_only;
-  }
-  EXPECT_GT(shared, 0) << "the two never shared a step";
-  EXPECT_GT(greedy_only, 0);
+  EXPECT_EQ(sampled_tokens[1], sampled_tokens[0]);
+  EXPECT_EQ(sampled_tokens[2], sampled_tokens[0]);
+  EXPECT_EQ(sampled_tokens[0].size(), 6u);
 }
 
 TEST_F(ContinuousBatcherTest, AMaskedGreedyRowAsksForLogitsAndIsMaskedOnTheHost) {
   Start();
-  backend().PickArgmaxOnDevice();
+  backend().PickOnDevice(FakeGenerationBackend::DevicePicks::kAll);
   const std::vector<int32_t> plain = decoder_.Greedy(Prompt(5, 3), 8);
   GenerationRequest request = Request(NewAnswer(), Prompt(5, 3), 8);
   request.suppressed_token_ids = {plain[1], plain[3]};
   auto answer = Submit(std::move(request));
   ASSERT_TRUE(answer->Wait());
   EXPECT_EQ(answer->tokens(), MaskedGreedy(decoder_, Prompt(5, 3), 8, {plain[1], plain[3]}, {}, {}));
-  for (const BackendCall& c : backend().calls()) EXPECT_FALSE(c.argmax_only);
+  for (const BackendCall& c : backend().calls()) EXPECT_TRUE(c.picks.empty() && !c.answered_picked);
 }
 
 TEST_F(ContinuousBatcherTest, EnqueueRefusesOutOfVocabularySuppressedIdsAndAStrayEncoderOutput) {

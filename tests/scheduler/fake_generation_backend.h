@@ -66,7 +66,8 @@ struct BackendCall {
   absl::Time started;
   int64_t chunk_start = -1;      // a prefill chunk: its first position (length: the chunk bucket; kv_length below)
   int64_t chunk_kv_length = 0;
-  bool argmax_only = false;      // a decode that asked for the rows' argmax only (DecodeInput::argmax_only)
+  std::vector<TokenPick> picks;  // a decode's DecodeInput::picks (empty: the engine needs the logits)
+  bool answered_picked = false;  // the fake picked "on the device" (Logits::picked, no values)
 };
 
 class FakeGenerationBackend final : public GenerationBackend {
@@ -180,7 +181,11 @@ class FakeGenerationBackend final : public GenerationBackend {
     {
       MutexLock lock(&mu_);
       BackendCall call{false, input.batch_size, input.kv_length, input.rows, {}, Now()};
-      call.argmax_only = input.argmax_only;
+      call.picks = input.picks;
+      const bool sampled = std::any_of(input.picks.begin(), input.picks.end(),
+                                       [](const TokenPick& p) { return p.temperature > 0.0f; });
+      call.answered_picked = !input.picks.empty() && (picks_ == DevicePicks::kAll ||
+                                                      (picks_ == DevicePicks::kArgmax && !sampled));
       const int rows = static_cast<int>(input.rows.size());
       if (!Contains(gen_.decode_batch_sizes, input.batch_size) || rows < 1 || rows > input.batch_size) {
         Violation("decode of ", rows, " rows at batch size ", input.batch_size);
@@ -217,8 +222,10 @@ class FakeGenerationBackend final : public GenerationBackend {
             history = slot;
           }
           const std::vector<float> row_logits = decoder_.Logits(history);
-          if (input.argmax_only && picks_argmax_) {
-            logits.argmax.push_back(Sampler::Greedy(row_logits));  // "on the device": no values come back
+          if (call.answered_picked) {  // "on the device": no values come back
+            const TokenPick& pick = input.picks[logits.picked.size()];
+            logits.picked.push_back(device_sampler_.Sample(
+                row_logits, SamplingParams{pick.temperature, pick.top_k, pick.top_p, std::nullopt}, pick.uniform));
           } else {
             logits.values.insert(logits.values.end(), row_logits.begin(), row_logits.end());
           }
@@ -230,11 +237,12 @@ class FakeGenerationBackend final : public GenerationBackend {
     return result;
   }
 
-  // From now on a decode that asks argmax_only is answered with the rows' argmax ids and no logits, as a backend
-  // that picks on its device.
-  void PickArgmaxOnDevice() {
+  // From now on a decode that comes with picks is answered with the picked ids and no logits, as a backend that
+  // picks on its device: always (kAll, a GPU) or when every row is greedy (kArgmax, the TorchScript CPU backend).
+  enum class DevicePicks { kNone, kArgmax, kAll };
+  void PickOnDevice(DevicePicks picks) {
     MutexLock lock(&mu_);
-    picks_argmax_ = true;
+    picks_ = picks;
   }
 
   const std::vector<BucketLoadStats>& load_stats() const override { return load_stats_; }
@@ -347,7 +355,8 @@ class FakeGenerationBackend final : public GenerationBackend {
 
   const GenerationOptions gen_;
   const FakeDecoder decoder_;
-  bool picks_argmax_ ABSL_GUARDED_BY(mu_) = false;
+  DevicePicks picks_ ABSL_GUARDED_BY(mu_) = DevicePicks::kNone;
+  Sampler device_sampler_ ABSL_GUARDED_BY(mu_);
   FakeClock* const clock_;
   const absl::Duration prefill_cost_;
   const absl::Duration decode_cost_;
