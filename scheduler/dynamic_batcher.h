@@ -35,6 +35,10 @@
 // that work is due at once (a full batch, or max_queue_delay 0), and wakes that instance directly; the batcher
 // thread is woken only while requests stay queued (delays, deadlines, expiry: answering expired requests is its
 // job alone).
+// Spinning for a lone caller (batching.idle_spin_us, 200 by default): while at most one request was unanswered at
+// once over the last 1-2 s, an instance with nothing to run polls for its next batch that long (the lock released,
+// yielding the CPU each round) before it sleeps, so the request a lone client sends on its answer starts without a
+// thread wake-up. With more in flight it sleeps at once: the threads bringing that work need the CPU.
 // A batch still running after batching.execution_timeout_ms is answered Unavailable by the batcher thread and
 // its instance leaves rotation (scheduler.h).
 //

@@ -81,6 +81,11 @@ struct BatchingOptions {
   // max_queue_delay_ms would only idle a free instance: the oldest partial batch starts at once. Open-loop
   // traffic rarely meets the condition (see scheduler/dynamic_batcher.h). false: always wait the delay.
   bool skip_futile_delay = true;
+  // Spinning before sleeping: an instance with nothing to run while at most one request was in flight at once over
+  // the last 1-2 s (one caller at a time) polls for its next batch this long before it sleeps, so the request a
+  // lone client sends on getting its answer starts without a thread wake-up (most of a zero-cost request's latency
+  // on a VM). With more in flight the threads bringing that work need the CPU, and it sleeps at once. 0: off.
+  int idle_spin_us = 200;
 };
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the

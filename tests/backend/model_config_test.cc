@@ -118,6 +118,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"negative fill wait",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, max_fill_wait_ms: -3"),
                 "batching.max_fill_wait_ms", "must be >= 0 and finite (0: off)"},
+        BadCase{"idle_spin_us negative", ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, idle_spin_us: -1"),
+                "batching.idle_spin_us", "between 0 (off) and 10000"},
+        BadCase{"idle_spin_us too long",
+                ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, idle_spin_us: 20000"),
+                "batching.idle_spin_us", "between 0 (off) and 10000"},
         BadCase{"skip_futile_delay not a bool",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: sometimes"),
                 "batching.skip_futile_delay", "expected true or false"},
@@ -243,6 +248,15 @@ TEST(ModelConfigTest, ExecutionTimeoutDefaultsToAMinuteAndZeroMeansNoLimit) {
       Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, execution_timeout_ms: 0"));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_DOUBLE_EQ(off->batching.execution_timeout_ms, 0);
+}
+
+TEST(ModelConfigTest, IdleSpinIs200UsByDefaultAndCanBeTurnedOff) {
+  absl::StatusOr<ModelConfig> config = Parse(kValid);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batching.idle_spin_us, 200);
+  absl::StatusOr<ModelConfig> off = Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, idle_spin_us: 0"));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->batching.idle_spin_us, 0);
 }
 
 TEST(ModelConfigTest, SkipFutileDelayIsOnByDefaultAndCanBeTurnedOff) {
