@@ -18,6 +18,7 @@
 #include "scheduler/bucket_table.h"
 #include "scheduler/enqueue_check.h"
 #include "backend/base/sync.h"
+#include "backend/base/unshared_status.h"
 
 namespace sluice {
 namespace {
@@ -638,7 +639,7 @@ class DynamicBatcher final : public Scheduler {
     const absl::Time scattered = clock_.Now();
     for (int r = 0; r < rows; ++r) {
       InferResponse response;
-      response.status = result.ok() ? absl::OkStatus() : result.status();
+      response.status = Unshared(result.status());  // each row's own rep (backend/base/unshared_status.h)
       if (result.ok()) response.outputs = std::move(outputs[r]);
       response.queue_time = done.start - batch.requests[r]->enqueued;
       response.input_time = done.assembled - done.start;
@@ -730,7 +731,7 @@ class DynamicBatcher final : public Scheduler {
     const absl::Time now = clock_.Now();
     for (Queued& q : requests) {
       InferResponse response;
-      response.status = status;
+      response.status = Unshared(status);
       response.queue_time = now - q->enqueued;
       q->request.on_done(std::move(response));
     }
