@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/backend.h"
 #include "backend/base/model_config.h"
+#include "backend/sampler.h"
 
 namespace sluice {
 
@@ -66,17 +67,6 @@ struct DecodeRow {
   int slot = 0;
 };
 
-// How a row's next token is picked from its logits, for a backend that can pick where the logits are: the rules of
-// Sampler (scheduler/sampler.h) with the draw's uniform taken by the engine from the sequence's generator, so the
-// host and a device draw the same token (up to float rounding: an id whose cumulative weight lies within rounding of
-// the draw, or of the top_p boundary, can go either way; the sums' order differs between devices).
-struct TokenPick {
-  float temperature = 0.0f;  // 0: the argmax (lowest id on ties; NaN counts as -infinity)
-  int32_t top_k = 0;         // 0: no cut-off
-  float top_p = 1.0f;        // 1: no cut-off
-  double uniform = 0.0;      // in [0, 1); unused when greedy
-};
-
 // One decode step: runs graphs/decode_b<batch_size>_k<kv_length>.pt. Each row attends to positions
 // [0, position] of its slot.
 struct DecodeInput {
@@ -86,7 +76,9 @@ struct DecodeInput {
   // Empty, or one per real row when nothing but the row's logits decides its next token (no suppressed or allowed
   // ids): a backend that can pick where the logits are (its device) may answer Logits::picked and no values, so
   // rows x 4 bytes leave the device instead of rows x vocab x 4; one that cannot (or, for these picks, would be
-  // slower) returns the logits and the engine samples on the host with the same uniforms.
+  // slower) returns the logits and the engine samples on the host with the same uniforms. The rules are Sampler's
+  // (backend/sampler.h) and the uniform the engine's, so host and device draw the same token, up to float rounding
+  // where the device sums in another order (an id within rounding of the draw or of the top_p boundary).
   std::vector<TokenPick> picks;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/base/status_macros.h"
 #include "backend/generation_inputs.h"
+#include "backend/sampler.h"
 #include "backend/sim_faults.h"
 
 namespace sluice {
@@ -17,11 +18,12 @@ constexpr float kSecondLogit = 9.0f;
 
 class SimGenerationBackend final : public GenerationBackend {
  public:
-  SimGenerationBackend(const InstanceOptions& options, SimSleeper sleeper)
+  SimGenerationBackend(const InstanceOptions& options, SimSleeper sleeper, bool real_time)
       : model_(*options.model),
         generation_(*options.model->generation),
         replica_(options.replica),
         sleeper_(std::move(sleeper)),
+        real_time_(real_time),
         faults_(options.model->sim->faults, options.replica),
         slots_(generation_.kv_cache.slots) {
     for (int64_t length : generation_.prefill_lengths) stats_.push_back({1, length, 0.0, 0.0, 0.0});
@@ -73,15 +75,12 @@ class SimGenerationBackend final : public GenerationBackend {
   absl::StatusOr<Logits> Decode(const DecodeInput& input) override {
     SLUICE_RETURN_IF_ERROR(ValidateDecodeInput(model_, input));
     SLUICE_RETURN_IF_ERROR(faults_.Next());
-    sleeper_(SimDecodeLatency(*model_.sim, input.batch_size, input.kv_length));
+    const absl::Duration latency = SimDecodeLatency(*model_.sim, input.batch_size, input.kv_length);
+    if (model_.sim->picks_tokens && !input.picks.empty()) return DecodeAndPick(input, latency);
+    sleeper_(latency);
     Logits logits = EmptyLogits(static_cast<int>(input.rows.size()));
     for (size_t r = 0; r < input.rows.size(); ++r) {
-      const DecodeRow& row = input.rows[r];
-      std::vector<int32_t>& slot = slots_[row.slot];
-      const auto end = static_cast<size_t>(row.position) + 1;
-      if (slot.size() < end) slot.resize(end, 0);
-      slot[row.position] = row.token;
-      FillRow(logits, static_cast<int>(r), std::span<const int32_t>(slot.data(), end));
+      FillRow(logits, static_cast<int>(r), WriteRow(input.rows[r]));
     }
     return logits;
   }
@@ -93,6 +92,36 @@ class SimGenerationBackend final : public GenerationBackend {
   }
 
  private:
+  // sim: {picks_tokens: true}: each row's token is picked here, by the engine's TokenPick, during the modeled step
+  // (a graph that samples: the picks cost the device nothing extra). With the real sleeper the step lasts its
+  // modeled time, the picks' host time included; an injected sleeper (a test's fake clock) is given the whole of it.
+  Logits DecodeAndPick(const DecodeInput& input, absl::Duration latency) {
+    const absl::Time start = absl::Now();
+    const int vocab = generation_.vocab_size;
+    Logits logits{static_cast<int>(input.rows.size()), vocab, {}, {}};
+    row_logits_.assign(static_cast<size_t>(vocab), 0.0f);
+    for (size_t r = 0; r < input.rows.size(); ++r) {
+      const int32_t next = SimNextToken(WriteRow(input.rows[r]), vocab);
+      const auto second = static_cast<size_t>((next + 1) % vocab);
+      row_logits_[second] = kSecondLogit;
+      row_logits_[static_cast<size_t>(next)] = kTopLogit;  // after the second, as FillRow
+      logits.picked.push_back(sampler_.Sample(row_logits_, input.picks[r]));
+      row_logits_[second] = 0.0f;
+      row_logits_[static_cast<size_t>(next)] = 0.0f;
+    }
+    sleeper_(real_time_ ? std::max(absl::ZeroDuration(), latency - (absl::Now() - start)) : latency);
+    return logits;
+  }
+
+  // Writes a decode row's token at its position of its slot; the slot's ids up to that position.
+  std::span<const int32_t> WriteRow(const DecodeRow& row) {
+    std::vector<int32_t>& slot = slots_[row.slot];
+    const auto end = static_cast<size_t>(row.position) + 1;
+    if (slot.size() < end) slot.resize(end, 0);
+    slot[row.position] = row.token;
+    return std::span<const int32_t>(slot.data(), end);
+  }
+
   Logits EmptyLogits(int rows) const {
     const int vocab = generation_.vocab_size;
     return Logits{rows, vocab, std::vector<float>(static_cast<size_t>(rows) * vocab, 0.0f), {}};
@@ -110,7 +139,10 @@ class SimGenerationBackend final : public GenerationBackend {
   const GenerationOptions& generation_;
   const int replica_;
   SimSleeper sleeper_;
+  const bool real_time_;  // the sleeper is absl::SleepFor (not a test's)
   SimFaultInjector faults_;
+  Sampler sampler_;                 // picks_tokens
+  std::vector<float> row_logits_;   // picks_tokens: one row, zero but for the two ids being picked from
   std::vector<std::vector<int32_t>> slots_;  // ids by position, per real slot; grown on first write
   std::vector<BucketLoadStats> stats_;
 };
@@ -152,8 +184,9 @@ absl::StatusOr<std::unique_ptr<GenerationBackend>> CreateSimGenerationBackend(co
   if (!options.model->sim) {
     return absl::InvalidArgumentError(absl::StrCat("model ", options.model->name, ": device sim needs 'sim:'"));
   }
-  if (!sleeper) sleeper = [](absl::Duration d) { absl::SleepFor(d); };
-  return std::make_unique<SimGenerationBackend>(options, std::move(sleeper));
+  const bool real_time = !sleeper;
+  if (real_time) sleeper = [](absl::Duration d) { absl::SleepFor(d); };
+  return std::make_unique<SimGenerationBackend>(options, std::move(sleeper), real_time);
 }
 
 }  // namespace sluice

@@ -30,6 +30,12 @@
 //   length) of from_slot to the same positions of to_slot. Padding (prompt positions past n, decode rows past
 //   rows.size()) writes nothing: real slots are never touched by padding.
 //
+// Picking (sim: {picks_tokens: true}, off by default): a decode step the engine offers picks for
+// (DecodeInput::picks) is answered with Logits::picked, each row's token drawn from the contract's logits by the
+// row's TokenPick with the shared Sampler (backend/sampler.h), as a GPU backend that samples in its graph: the picks
+// run inside the modeled step time (with the real sleeper the step still lasts exactly its modeled time). Off, the
+// logits are returned and the engine samples on the host.
+//
 // Thread-safety: as generation_backend.h: Prefill()/PrefillChunk()/CopyKv()/Decode() from one thread at a time per instance
 // (no lock: the cache state belongs to that one caller); load_stats()/Describe() immutable after creation.
 #pragma once

@@ -1,6 +1,7 @@
 # backend/'s source lists (absolute paths), used by backend/CMakeLists.txt and by the sibling projects
 # (tests/sanitizers, tests/asan, tests/torch2). Three lists, because the torch-free builds take only the first two:
-#   SLUICE_BACKEND_SEAM_SOURCES           the Backend seam and the sim inference device (what the scheduler needs)
+#   SLUICE_BACKEND_SEAM_SOURCES           the Backend seam, the sim inference device and the token sampler (what the
+#                                         scheduler needs)
 #   SLUICE_BACKEND_SIM_GENERATION_SOURCES the generation inputs and the sim generation device
 #   SLUICE_BACKEND_CORE_SOURCES           both: sluice_backend_core (torch-free)
 #   SLUICE_BACKEND_TORCH_SOURCES          sluice_backend: libtorch (cpu/cuda/neuron), the factories, the repository
@@ -9,6 +10,7 @@ set(SLUICE_BACKEND_SEAM_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/backend.cc
   ${CMAKE_CURRENT_LIST_DIR}/sim_backend.cc
   ${CMAKE_CURRENT_LIST_DIR}/sim_faults.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sampler.cc  # TokenPick's rules: the engine's host sampling and the sim device's picks
 )
 set(SLUICE_BACKEND_SIM_GENERATION_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/generation_inputs.cc

@@ -1,5 +1,5 @@
 // Picking each row's next token where its logits are (a TorchScript backend's device), by the rules of Sampler
-// (scheduler/sampler.h) as TokenPick carries them (backend/generation_backend.h): greedy rows take the argmax; a
+// (backend/sampler.h) as TokenPick carries them: greedy rows take the argmax; a
 // sampled row scales by 1 / temperature, keeps the top_k highest (ties by ascending id), then the smallest set of
 // those, in that order, whose weight reaches top_p of theirs, and draws with its uniform walking the kept ids in id
 // order. Weights are single precision, sums double, as on the host; the sums' order may differ (a GPU's scan), so an

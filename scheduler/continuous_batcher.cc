@@ -19,8 +19,9 @@
 #include "scheduler/delivery_lane.h"
 #include "scheduler/generation_shapes.h"
 #include "scheduler/prefix_block_table.h"
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 #include "backend/base/sync.h"
+#include "backend/base/unshared_status.h"
 
 namespace sluice {
 namespace {
@@ -122,17 +123,6 @@ struct Instance {
 };
 
 bool IsDeviceGone(const absl::Status& status) { return status.code() == absl::StatusCode::kUnavailable; }
-
-// A copy of `status` that shares no state with it, for an answer handed to the delivery thread. absl::Status
-// copies share one reference-counted rep, and Debian's Abseil drops the last reference inside its uninstrumented
-// library: an engine or watchdog thread releasing its copy (an Outcome, a backend's StatusOr) after the delivery
-// thread released its own looks to ThreadSanitizer like an unordered delete, and fails the TSan run (seen in CI).
-absl::Status Unshared(const absl::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  absl::Status copy(status.code(), status.message());
-  status.ForEachPayload([&copy](absl::string_view url, const absl::Cord& payload) { copy.SetPayload(url, payload); });
-  return copy;
-}
 
 }  // namespace
 
@@ -741,7 +731,8 @@ class ContinuousBatcher::Impl {
   int32_t PickToken(Instance& in, Sequence& seq, const Logits& logits, int r, double uniform) {
     if (!logits.picked.empty()) return logits.picked[r];
     const float* row = Suppressed(in, seq, logits.row(r));
-    return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), seq.request.sampling, uniform);
+    const SamplingParams& s = seq.request.sampling;
+    return in.sampler.Sample(absl::MakeConstSpan(row, gen_.vocab_size), TokenPick{s.temperature, s.top_k, s.top_p, uniform});
   }
 
   // The uniform of the sequence's next draw (one generator output per sampled token; none when greedy), taken

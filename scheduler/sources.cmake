@@ -1,6 +1,5 @@
 # sluice_scheduler's sources (absolute paths): the one list, used by scheduler/CMakeLists.txt and by the sanitizer
-# projects (tests/sanitizers, tests/asan); the sampler alone for tests/torch2 (device picks against it).
-set(SLUICE_SAMPLER_SOURCES ${CMAKE_CURRENT_LIST_DIR}/sampler.cc)
+# projects (tests/sanitizers, tests/asan).
 set(SLUICE_SCHEDULER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/clock.cc
   ${CMAKE_CURRENT_LIST_DIR}/bucket_table.cc
@@ -10,7 +9,6 @@ set(SLUICE_SCHEDULER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/dynamic_batcher.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_shapes.cc
-  ${SLUICE_SAMPLER_SOURCES}
   ${CMAKE_CURRENT_LIST_DIR}/delivery_lane.cc
   ${CMAKE_CURRENT_LIST_DIR}/prefix_block_table.cc
   ${CMAKE_CURRENT_LIST_DIR}/continuous_batcher.cc

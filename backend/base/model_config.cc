@@ -285,7 +285,8 @@ absl::StatusOr<SimFaults> ParseSimFaults(const YamlNode& node) {
 }
 
 absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
-  SLUICE_RETURN_IF_ERROR(node.CheckKeys({"base_ms", "per_sample_us", "output_steps_per_input_step", "faults"}));
+  SLUICE_RETURN_IF_ERROR(
+      node.CheckKeys({"base_ms", "per_sample_us", "output_steps_per_input_step", "faults", "picks_tokens"}));
   SimCostModel sim;
   SLUICE_ASSIGN_OR_RETURN(YamlNode base, node.Required("base_ms"));
   SLUICE_ASSIGN_OR_RETURN(sim.base_ms, base.AsDouble());
@@ -303,6 +304,9 @@ absl::StatusOr<SimCostModel> ParseSim(const YamlNode& node) {
   }
   if (auto faults = node.Optional("faults")) {
     SLUICE_ASSIGN_OR_RETURN(sim.faults, ParseSimFaults(*faults));
+  }
+  if (auto picks = node.Optional("picks_tokens")) {
+    SLUICE_ASSIGN_OR_RETURN(sim.picks_tokens, picks->AsBool());
   }
   return sim;
 }
@@ -539,6 +543,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const YamlNode& root, const std::st
     if (std::optional<YamlNode> ratio = sim->Optional("output_steps_per_input_step");
         ratio && config.kind == ModelKind::kGeneration) {
       return ratio->Error("has no meaning for kind: generation models (they return one logits row per sequence)");
+    }
+    if (std::optional<YamlNode> picks = sim->Optional("picks_tokens");
+        picks && config.kind != ModelKind::kGeneration) {
+      return picks->Error("applies to kind: generation models only (their decode steps pick tokens)");
     }
   } else if (uses_sim) {
     return instances.Error("device sim needs a top-level 'sim: {base_ms, per_sample_us}' cost model");

@@ -111,6 +111,10 @@ struct SimCostModel {
   double per_sample_us = 0.0;
   double output_steps_per_input_step = 1.0;
   SimFaults faults;
+  // Generation models only: the sim device picks each decode row's token itself when the engine offers the picks
+  // (a GPU backend that samples in its graph), during its modeled step time; false: it returns logits and the
+  // engine samples on the host (as the nrt backend does).
+  bool picks_tokens = false;
 };
 
 struct InstanceGroup {

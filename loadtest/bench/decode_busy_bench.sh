@@ -7,19 +7,25 @@
 # (admission, sampling, delivery, the engine loop). Decode tokens/s is compared with the ideal of the decode steps
 # actually run: rows per decode step / the mean decode step time.
 #
-# Usage: loadtest/bench/decode_busy_bench.sh [--base-ms 10] [--clients 16] [--duration 30] [--repeats 2] [--out DIR]
+# --picks-tokens true: the sim device picks the decode rows' tokens itself during its modeled step (sim:
+# {picks_tokens: true}, as a GPU backend that samples in its graph); false (the default): the engine samples on the
+# host between steps.
+#
+# Usage: loadtest/bench/decode_busy_bench.sh [--base-ms 10] [--clients 16] [--duration 30] [--repeats 2]
+#          [--picks-tokens false] [--out DIR]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${SLUICE_BUILD:-$ROOT/build}
 SERVER=$BUILD/server/sluice-server LOADTEST=$BUILD/loadtest/sluice-loadtest
-BASE_MS=10 CLIENTS=16 DURATION=30 REPEATS=2 OUT=
+BASE_MS=10 CLIENTS=16 DURATION=30 REPEATS=2 PICKS=false OUT=
 while (($#)); do
   case $1 in
     --base-ms) BASE_MS=$2 ;;
     --clients) CLIENTS=$2 ;;
     --duration) DURATION=$2 ;;
     --repeats) REPEATS=$2 ;;
+    --picks-tokens) PICKS=$2 ;;
     --out) OUT=$2 ;;
     *) echo "unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -29,6 +35,7 @@ done
 PY=/usr/bin/python3
 for bin in "$SERVER" "$LOADTEST"; do [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }; done
 [[ -f $BUILD/models/llama_tiny/tokenizer.model ]] || { echo "missing $BUILD/models/llama_tiny: build first" >&2; exit 2; }
+[[ $PICKS == true || $PICKS == false ]] || { echo "--picks-tokens must be true or false" >&2; exit 2; }
 ((DURATION >= 20)) || { echo "--duration must be at least 20 (two scrapes inside the steady part)" >&2; exit 2; }
 WORK=${OUT:-$(mktemp -d /tmp/sluice-decode-busy.XXXXXX)}
 mkdir -p "$WORK/repo/llm_sim"
@@ -50,7 +57,7 @@ generation:
   max_num_seqs: 16
   max_queue_size: 256
 instances: [{count: 1, device: sim}]
-sim: {base_ms: $BASE_MS, per_sample_us: 0}
+sim: {base_ms: $BASE_MS, per_sample_us: 0, picks_tokens: $PICKS}
 YAML
 
 for repeat in $(seq 1 "$REPEATS"); do

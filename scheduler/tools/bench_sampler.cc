@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 
 namespace sluice {
 namespace {
@@ -34,7 +34,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"sluice-bench-sampler: the Sampler's cost per row of logits (host time per decode row)"};
   std::vector<int> vocabs = {2000, 49152, 128256};
   int rows = 16, repeats = 5;
-  SamplingParams params;
+  TokenPick params;
   params.temperature = 1.0f;
   app.add_option("--vocab", vocabs, "vocabulary sizes (a comma-separated list)")
       ->delimiter(',')

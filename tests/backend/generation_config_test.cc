@@ -173,6 +173,11 @@ TEST(GenerationConfigTest, SimDeviceTakesTheCostModel) {
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_TRUE(config->sim.has_value());
   EXPECT_DOUBLE_EQ(config->sim->per_sample_us, 5);
+  EXPECT_FALSE(config->sim->picks_tokens);
+  config = Parse(ValidWith("device: cpu, intra_op_threads: 1", "device: sim") +
+                 "sim: {base_ms: 2, per_sample_us: 5, picks_tokens: true}\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->sim->picks_tokens);
 }
 
 struct BadCase {
@@ -217,6 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ratio on generation sim", kSimDevice + "sim: {base_ms: 1, per_sample_us: 1, "
                                                         "output_steps_per_input_step: 2}\n",
                 "sim.output_steps_per_input_step", "has no meaning for kind: generation"},
+        BadCase{"picks_tokens not a bool", kSimDevice + "sim: {base_ms: 1, per_sample_us: 1, picks_tokens: maybe}\n",
+                "sim.picks_tokens", "expected true or false"},
         // Keys of the section.
         BadCase{"unknown key", ValidWith("  vocab_size", "  vocab_sise"), "5:3: generation.vocab_sise",
                 "unknown key 'vocab_sise'"},

@@ -10,6 +10,7 @@
 namespace sluice {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kValid[] = R"(name: asr_ctc
@@ -248,6 +249,14 @@ TEST(ModelConfigTest, ExecutionTimeoutDefaultsToAMinuteAndZeroMeansNoLimit) {
       Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, execution_timeout_ms: 0"));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_DOUBLE_EQ(off->batching.execution_timeout_ms, 0);
+}
+
+TEST(ModelConfigTest, PicksTokensIsForGenerationModelsOnly) {
+  absl::StatusOr<ModelConfig> config = Parse(ValidWith("device: cpu, intra_op_threads: 1", "device: sim") +
+                                             "sim: {base_ms: 1, per_sample_us: 1, picks_tokens: true}\n");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              AllOf(HasSubstr("sim.picks_tokens"), HasSubstr("applies to kind: generation models only")));
 }
 
 TEST(ModelConfigTest, IdleSpinIs200UsByDefaultAndCanBeTurnedOff) {

@@ -14,6 +14,7 @@
 #include "backend/base/model_config.h"
 #include "backend/generation_backend.h"
 #include "backend/model_repository.h"
+#include "backend/sampler.h"
 
 namespace sluice {
 namespace {
@@ -112,6 +113,46 @@ TEST_F(SimGenerationBackendTest, AWrongSlotOrASkippedPositionChangesTheToken) {
   EXPECT_NE(DecodeTokens(*backend_, {{124, 3, 3}})[0], right) << "same token and position, another slot";
   ASSERT_TRUE(backend_->Prefill({8, 0, {5, 9, 3}}).ok());
   EXPECT_NE(DecodeTokens(*backend_, {{124, 4, 0}})[0], right) << "position 3 skipped";
+}
+
+// sim: {picks_tokens: true}: a decode step with picks is answered with ids and no logits: the shared Sampler's
+// draws from the contract's logits with each row's TokenPick (the same as the host would draw from the logits a
+// twin without picks_tokens returns), greedy rows the contract's argmax; the step still takes its modeled time and
+// writes the slots as always. Without picks, the logits come back.
+TEST_F(SimGenerationBackendTest, WithPicksTokensDecodeStepsPickWhatTheHostSamplerWould) {
+  ModelConfig picking = *config_;
+  picking.sim->picks_tokens = true;
+  std::unique_ptr<GenerationBackend> device = Create(picking);
+  std::unique_ptr<GenerationBackend> host = Create(*config_);
+  for (GenerationBackend* b : {device.get(), host.get()}) {
+    ASSERT_TRUE(b->Prefill({8, 2, {5, 9, 3}}).ok());
+    ASSERT_TRUE(b->Prefill({32, 1, {7}}).ok());
+  }
+  const std::vector<DecodeRow> rows = {{124, 3, 2}, {124, 1, 1}};
+  Sampler sampler;
+  int hot_draws = 0;
+  for (double uniform : {0.05, 0.5, 0.731, 0.9999}) {
+    // Temperature 1 over 1,000 ids: the two hot ids hold ~1/(1 + e^-1 + 998 e^-10) of the mass, so some draws land
+    // in the flat tail; temperature 0.1 with top_p 0.5 keeps only the top id.
+    const std::vector<TokenPick> picks = {{1.0f, 0, 1.0f, uniform}, {0.1f, 0, 0.5f, uniform}};
+    slept_.clear();
+    absl::StatusOr<Logits> picked = device->Decode({4, 512, rows, picks});
+    ASSERT_TRUE(picked.ok()) << picked.status();
+    EXPECT_TRUE(picked->values.empty());
+    ASSERT_EQ(picked->picked.size(), 2u);
+    EXPECT_EQ(slept_, std::vector<absl::Duration>{SimDecodeLatency(*config_->sim, 4, 512)});
+    absl::StatusOr<Logits> logits = host->Decode({4, 512, rows, picks});
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    ASSERT_TRUE(logits->picked.empty());
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(picked->picked[r], sampler.Sample(absl::MakeConstSpan(logits->row(r), 1000), picks[r]))
+          << "row " << r << ", uniform " << uniform;
+    }
+    EXPECT_EQ(picked->picked[1], Argmax(*logits, 1));
+    hot_draws += picked->picked[0] == Argmax(*logits, 0) ? 1 : 0;
+  }
+  EXPECT_GE(hot_draws, 2);
+  EXPECT_EQ(DecodeTokens(*device, {{124, 3, 2}}), DecodeTokens(*host, {{124, 3, 2}})) << "the same slot histories";
 }
 
 TEST_F(SimGenerationBackendTest, PaddingRowsNeverTouchRealSlots) {

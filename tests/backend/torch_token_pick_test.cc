@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 
 namespace sluice {
 namespace {
@@ -28,8 +28,9 @@ torch::Tensor Rows(const std::vector<std::vector<float>>& rows) {
   return t;
 }
 
-int32_t HostPick(Sampler& sampler, const std::vector<float>& row, const TokenPick& p, double uniform) {
-  return sampler.Sample(row, SamplingParams{p.temperature, p.top_k, p.top_p, std::nullopt}, uniform);
+int32_t HostPick(Sampler& sampler, const std::vector<float>& row, TokenPick p, double uniform) {
+  p.uniform = uniform;
+  return sampler.Sample(row, p);
 }
 
 TEST(TorchTokenPickTest, RandomRowsPickWhatTheHostSamplerPicksUpToRounding) {

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/generation_backend.h"
 #include "scheduler/clock.h"
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 #include "backend/base/sync.h"
 
 namespace sluice::testing {
@@ -224,8 +224,7 @@ class FakeGenerationBackend final : public GenerationBackend {
           const std::vector<float> row_logits = decoder_.Logits(history);
           if (call.answered_picked) {  // "on the device": no values come back
             const TokenPick& pick = input.picks[logits.picked.size()];
-            logits.picked.push_back(device_sampler_.Sample(
-                row_logits, SamplingParams{pick.temperature, pick.top_k, pick.top_p, std::nullopt}, pick.uniform));
+            logits.picked.push_back(device_sampler_.Sample(row_logits, pick));
           } else {
             logits.values.insert(logits.values.end(), row_logits.begin(), row_logits.end());
           }

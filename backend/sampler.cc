@@ -1,4 +1,4 @@
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -62,12 +62,13 @@ int32_t Sampler::Greedy(absl::Span<const float> logits) {
 // Ordering by probability, even lazily, cost up to 52 us a row of 2,000 ids on this project's CPU without a
 // cut-off (1.0 ms at 49k ids, 2.6 ms at 128k) and 100 us / 1.9 ms with top_p 0.95, 16 rows a decode step on the
 // engine thread between steps (sluice-bench-sampler).
-int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& params, double uniform) {
-  if (params.temperature <= 0.0f) return Greedy(logits);
-  const float inverse_temperature = 1.0f / params.temperature;
+int32_t Sampler::Sample(absl::Span<const float> logits, const TokenPick& pick) {
+  if (pick.temperature <= 0.0f) return Greedy(logits);
+  const float inverse_temperature = 1.0f / pick.temperature;
   const size_t vocab = logits.size();
-  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) {
-    return SampleTopK(logits, inverse_temperature, static_cast<size_t>(params.top_k), params.top_p, uniform);
+  const double uniform = pick.uniform;
+  if (pick.top_k > 0 && static_cast<size_t>(pick.top_k) < vocab) {
+    return SampleTopK(logits, inverse_temperature, static_cast<size_t>(pick.top_k), pick.top_p, uniform);
   }
   // The scaled maximum: scaling by a positive factor keeps the order (rounding is monotonic), so it is the
   // greedy id's logit scaled, and equals the scaled value of the ids that hold it.
@@ -75,8 +76,8 @@ int32_t Sampler::Sample(absl::Span<const float> logits, const SamplingParams& pa
   if (max_logit == kNegInf) return 0;  // nothing has any probability: the lowest id
   weights_.resize(vocab);
   for (size_t i = 0; i < vocab; ++i) weights_[i] = Weight(Clean(logits[i]) * inverse_temperature, max_logit);
-  if (params.top_p < 1.0f) {
-    return DrawAmongCandidates(CandidatesForTopP(logits, inverse_temperature, params.top_p), uniform);
+  if (pick.top_p < 1.0f) {
+    return DrawAmongCandidates(CandidatesForTopP(logits, inverse_temperature, pick.top_p), uniform);
   }
   return DrawById(uniform);
 }

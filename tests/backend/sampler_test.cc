@@ -1,5 +1,5 @@
 // Sampler: greedy ties, the softmax it draws from, top-k / top-p cut-offs, and seeds that reproduce draws.
-#include "scheduler/sampler.h"
+#include "backend/sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ std::vector<float> RandomLogits(std::mt19937& rng, int vocab) {
 }
 
 // Frequencies of each id over `draws` samples.
-std::map<int32_t, double> Frequencies(const std::vector<float>& logits, const SamplingParams& params, int draws) {
+std::map<int32_t, double> Frequencies(const std::vector<float>& logits, const TokenPick& params, int draws) {
   Sampler sampler;
   std::mt19937_64 rng(7);
   std::map<int32_t, double> counts;
@@ -31,26 +31,26 @@ TEST(SamplerTest, GreedyTakesTheArgmaxAndTheLowestIdOnTies) {
   Sampler sampler;
   std::mt19937_64 rng(1);
   const std::mt19937_64 before = rng;
-  EXPECT_EQ(sampler.Sample(std::vector<float>{1, 3, 3, 2}, SamplingParams{}, rng), 1);
-  EXPECT_EQ(sampler.Sample(std::vector<float>{5, 5, 5}, SamplingParams{}, rng), 0);
-  EXPECT_EQ(sampler.Sample(std::vector<float>{-1, -2, 4}, SamplingParams{}, rng), 2);
+  EXPECT_EQ(sampler.Sample(std::vector<float>{1, 3, 3, 2}, TokenPick{}, rng), 1);
+  EXPECT_EQ(sampler.Sample(std::vector<float>{5, 5, 5}, TokenPick{}, rng), 0);
+  EXPECT_EQ(sampler.Sample(std::vector<float>{-1, -2, 4}, TokenPick{}, rng), 2);
   EXPECT_EQ(rng, before) << "greedy must not consume draws";
 }
 
 TEST(SamplerTest, NanLogitsNeverWin) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(Sampler::Greedy(std::vector<float>{nan, 1, 0}), 1);
-  EXPECT_EQ(Frequencies({nan, 0, nan}, {1.0f, 0, 1.0f, std::nullopt}, 100).size(), 1u);
+  EXPECT_EQ(Frequencies({nan, 0, nan}, {1.0f, 0, 1.0f}, 100).size(), 1u);
   const float inf = std::numeric_limits<float>::infinity();
   Sampler sampler;
   std::mt19937_64 rng(3);
-  EXPECT_EQ(sampler.Sample(std::vector<float>{-inf, -inf, nan}, {1.0f, 0, 1.0f, std::nullopt}, rng), 0);
+  EXPECT_EQ(sampler.Sample(std::vector<float>{-inf, -inf, nan}, {1.0f, 0, 1.0f}, rng), 0);
 }
 
 TEST(SamplerTest, InfiniteLogitsShareAllTheProbability) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<SamplingParams> params = {{1.0f, 0, 1.0f, std::nullopt}, {1.0f, 3, 0.9f, std::nullopt}};
-  for (const SamplingParams& p : params) {
+  const std::vector<TokenPick> params = {{1.0f, 0, 1.0f}, {1.0f, 3, 0.9f}};
+  for (const TokenPick& p : params) {
     auto f = Frequencies({inf, 0, inf, 5}, p, 4000);
     EXPECT_EQ(f.count(1) + f.count(3), 0u) << "top_k " << p.top_k;
     if (p.top_p >= 1.0f) {  // without a cut-off the +infinity ids split the draws
@@ -68,8 +68,8 @@ TEST(SamplerTest, TopKOneAndTinyTopPEqualGreedy) {
     std::vector<float> logits = RandomLogits(logits_rng, 50);
     if (i % 4 == 0) logits[7] = logits[31] = 10.0f;  // a tie at the top: the lower id
     const int32_t greedy = Sampler::Greedy(logits);
-    EXPECT_EQ(sampler.Sample(logits, {1.3f, 1, 1.0f, std::nullopt}, rng), greedy);
-    EXPECT_EQ(sampler.Sample(logits, {0.7f, 0, 1e-6f, std::nullopt}, rng), greedy);
+    EXPECT_EQ(sampler.Sample(logits, {1.3f, 1, 1.0f}, rng), greedy);
+    EXPECT_EQ(sampler.Sample(logits, {0.7f, 0, 1e-6f}, rng), greedy);
   }
 }
 
@@ -81,7 +81,7 @@ TEST(SamplerTest, SameSeedSameDrawsAndAnotherSeedOthers) {
     Sampler sampler;
     std::mt19937_64 rng(seed);
     std::vector<int32_t> out;
-    for (const auto& row : rows) out.push_back(sampler.Sample(row, {0.8f, 10, 0.9f, seed}, rng));
+    for (const auto& row : rows) out.push_back(sampler.Sample(row, {0.8f, 10, 0.9f}, rng));
     return out;
   };
   EXPECT_EQ(draw_all(42), draw_all(42));
@@ -90,11 +90,11 @@ TEST(SamplerTest, SameSeedSameDrawsAndAnotherSeedOthers) {
 
 TEST(SamplerTest, DrawsFollowTheSoftmaxOfLogitsOverTemperature) {
   const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
-  auto f = Frequencies(logits, {1.0f, 0, 1.0f, std::nullopt}, 40000);
+  auto f = Frequencies(logits, {1.0f, 0, 1.0f}, 40000);
   EXPECT_NEAR(f[0], 0.5, 0.015);
   EXPECT_NEAR(f[1], 0.3, 0.015);
   EXPECT_NEAR(f[2], 0.2, 0.015);
-  f = Frequencies(logits, {0.5f, 0, 1.0f, std::nullopt}, 40000);  // p^2, renormalised
+  f = Frequencies(logits, {0.5f, 0, 1.0f}, 40000);  // p^2, renormalised
   EXPECT_NEAR(f[0], 0.25 / 0.38, 0.015);
   EXPECT_NEAR(f[1], 0.09 / 0.38, 0.015);
   EXPECT_NEAR(f[2], 0.04 / 0.38, 0.015);
@@ -102,7 +102,7 @@ TEST(SamplerTest, DrawsFollowTheSoftmaxOfLogitsOverTemperature) {
 
 TEST(SamplerTest, TopKKeepsOnlyTheKHighest) {
   const std::vector<float> logits = {std::log(0.2f), std::log(0.5f), std::log(0.3f)};
-  auto f = Frequencies(logits, {1.0f, 2, 1.0f, std::nullopt}, 40000);
+  auto f = Frequencies(logits, {1.0f, 2, 1.0f}, 40000);
   EXPECT_EQ(f.count(0), 0u);
   EXPECT_NEAR(f[1], 0.625, 0.015);
   EXPECT_NEAR(f[2], 0.375, 0.015);
@@ -110,21 +110,21 @@ TEST(SamplerTest, TopKKeepsOnlyTheKHighest) {
 
 TEST(SamplerTest, TopPKeepsTheSmallestSetThatReachesP) {
   const std::vector<float> logits = {std::log(0.2f), std::log(0.5f), std::log(0.3f)};
-  auto f = Frequencies(logits, {1.0f, 0, 0.5f, std::nullopt}, 1000);
+  auto f = Frequencies(logits, {1.0f, 0, 0.5f}, 1000);
   EXPECT_EQ(f.size(), 1u);
   EXPECT_EQ(f.count(1), 1u);
-  f = Frequencies(logits, {1.0f, 0, 0.7f, std::nullopt}, 40000);
+  f = Frequencies(logits, {1.0f, 0, 0.7f}, 40000);
   EXPECT_EQ(f.count(0), 0u);
   EXPECT_NEAR(f[1], 0.625, 0.015);
   EXPECT_NEAR(f[2], 0.375, 0.015);
-  f = Frequencies(logits, {1.0f, 2, 0.9f, std::nullopt}, 40000);  // top-k first, then top-p within it
+  f = Frequencies(logits, {1.0f, 2, 0.9f}, 40000);  // top-k first, then top-p within it
   EXPECT_EQ(f.count(0), 0u);
   EXPECT_EQ(f.size(), 2u);
 }
 
 // The sampler's contract spelled out the slow way: every candidate sorted, the top-k and top-p sets cut from that
 // order, softmax, one draw walking the kept ids in ascending order.
-int32_t ReferenceSample(const std::vector<float>& logits, const SamplingParams& params, std::mt19937_64& rng) {
+int32_t ReferenceSample(const std::vector<float>& logits, const TokenPick& params, std::mt19937_64& rng) {
   std::vector<std::pair<float, int32_t>> c;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float v = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
@@ -162,9 +162,8 @@ TEST(SamplerTest, DrawsEqualAFullSortReference) {
   std::mt19937 logits_rng(17);
   Sampler sampler;
   std::mt19937_64 rng(9), reference_rng(9);
-  const std::vector<SamplingParams> params = {{1.0f, 0, 1.0f, std::nullopt}, {0.7f, 0, 0.95f, std::nullopt},
-                                              {1.5f, 50, 1.0f, std::nullopt}, {1.0f, 300, 0.8f, std::nullopt},
-                                              {4.0f, 0, 0.999f, std::nullopt}};
+  const std::vector<TokenPick> params = {
+      {1.0f, 0, 1.0f}, {0.7f, 0, 0.95f}, {1.5f, 50, 1.0f}, {1.0f, 300, 0.8f}, {4.0f, 0, 0.999f}};
   int deep = 0;
   for (int i = 0; i < 600; ++i) {
     std::vector<float> logits = RandomLogits(logits_rng, 2000);
@@ -175,7 +174,7 @@ TEST(SamplerTest, DrawsEqualAFullSortReference) {
     } else if (i % 3 == 1) {  // rounded values: many ties
       for (float& v : logits) v = std::round(v);
     }
-    for (const SamplingParams& p : params) {
+    for (const TokenPick& p : params) {
       const int32_t got = sampler.Sample(logits, p, rng);
       const int32_t want = ReferenceSample(logits, p, reference_rng);
       ASSERT_EQ(got, want) << "row " << i << ", temperature " << p.temperature << ", top_k " << p.top_k
