@@ -2,6 +2,7 @@
 // over gRPC and HTTP, and drains on SIGTERM/SIGINT: not-ready at once, refuse new work, finish what was accepted,
 // unload the models (releasing their devices) and exit 0 within the grace period (3 when it runs out).
 // Thread roles: the main thread loads, then waits for a signal and runs the drain.
+#include <pthread.h>
 #include <signal.h>
 
 #include <chrono>
@@ -41,13 +42,30 @@ absl::StatusOr<ServerConfig> LoadConfig(const CommandLine& flags) {
   return config;
 }
 
-// Signals are taken synchronously by the main thread: blocked here, before any thread starts.
+pthread_t main_thread;
+
+// Runs on a thread that did not block the signal: one a library started before main (Debian's pthread OpenBLAS
+// starts its pool when it is loaded). Without it, the signal's default action killed the whole process whenever
+// the kernel picked such a thread (a SIGTERM right after LISTENING, before the main thread reached sigwait:
+// server_edges_tests' LoadingTest, intermittently). It hands the signal to the main thread, which blocks it until
+// its sigwait takes it (pthread_kill is async-signal-safe).
+void ForwardToMainThread(int signal_number) { pthread_kill(main_thread, signal_number); }
+
+// Signals are taken synchronously by the main thread: blocked here, before any thread of ours starts (they inherit
+// the mask); threads started before main are covered by ForwardToMainThread.
 sigset_t BlockTerminationSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  main_thread = pthread_self();
+  struct sigaction forward = {};
+  forward.sa_handler = ForwardToMainThread;
+  sigfillset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &forward, nullptr);
+  sigaction(SIGINT, &forward, nullptr);
   return signals;
 }
 
