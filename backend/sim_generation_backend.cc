@@ -41,7 +41,7 @@ class SimGenerationBackend final : public GenerationBackend {
     if (slot.size() < input.tokens.size()) slot.resize(input.tokens.size(), 0);
     std::copy(input.tokens.begin(), input.tokens.end(), slot.begin());
     Logits logits = EmptyLogits(1);
-    FillRow(logits, 0, std::span<const int32_t>(slot.data(), input.tokens.size()));
+    FillRow(logits.values.data(), std::span<const int32_t>(slot.data(), input.tokens.size()));
     return logits;
   }
 
@@ -55,7 +55,7 @@ class SimGenerationBackend final : public GenerationBackend {
     if (slot.size() < end) slot.resize(end, 0);
     std::copy(input.tokens.begin(), input.tokens.end(), slot.begin() + input.start);
     Logits logits = EmptyLogits(1);
-    FillRow(logits, 0, std::span<const int32_t>(slot.data(), end));
+    FillRow(logits.values.data(), std::span<const int32_t>(slot.data(), end));
     return logits;
   }
 
@@ -80,7 +80,7 @@ class SimGenerationBackend final : public GenerationBackend {
     sleeper_(latency);
     Logits logits = EmptyLogits(static_cast<int>(input.rows.size()));
     for (size_t r = 0; r < input.rows.size(); ++r) {
-      FillRow(logits, static_cast<int>(r), WriteRow(input.rows[r]));
+      FillRow(logits.values.data() + r * static_cast<size_t>(logits.vocab), WriteRow(input.rows[r]));
     }
     return logits;
   }
@@ -101,12 +101,9 @@ class SimGenerationBackend final : public GenerationBackend {
     Logits logits{static_cast<int>(input.rows.size()), vocab, {}, {}};
     row_logits_.assign(static_cast<size_t>(vocab), 0.0f);
     for (size_t r = 0; r < input.rows.size(); ++r) {
-      const int32_t next = SimNextToken(WriteRow(input.rows[r]), vocab);
-      const auto second = static_cast<size_t>((next + 1) % vocab);
-      row_logits_[second] = kSecondLogit;
-      row_logits_[static_cast<size_t>(next)] = kTopLogit;  // after the second, as FillRow
+      const int32_t next = FillRow(row_logits_.data(), WriteRow(input.rows[r]));
       logits.picked.push_back(sampler_.Sample(row_logits_, input.picks[r]));
-      row_logits_[second] = 0.0f;
+      row_logits_[static_cast<size_t>((next + 1) % vocab)] = 0.0f;  // zero again for the next row
       row_logits_[static_cast<size_t>(next)] = 0.0f;
     }
     sleeper_(real_time_ ? std::max(absl::ZeroDuration(), latency - (absl::Now() - start)) : latency);
@@ -127,12 +124,13 @@ class SimGenerationBackend final : public GenerationBackend {
     return Logits{rows, vocab, std::vector<float>(static_cast<size_t>(rows) * vocab, 0.0f), {}};
   }
 
-  void FillRow(Logits& logits, int row, std::span<const int32_t> ids) const {
+  // The contract's two non-zero logits for a slot holding `ids`, written into a zeroed row; returns next.
+  int32_t FillRow(float* out, std::span<const int32_t> ids) const {
     const int vocab = generation_.vocab_size;
     const int32_t next = SimNextToken(ids, vocab);
-    float* out = logits.values.data() + static_cast<size_t>(row) * vocab;
     out[(next + 1) % vocab] = kSecondLogit;
     out[next] = kTopLogit;  // after the second: with vocab_size 1 both are the same id
+    return next;
   }
 
   const ModelConfig& model_;

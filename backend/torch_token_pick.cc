@@ -36,10 +36,10 @@ torch::Tensor Draw(const torch::Tensor& logits, const std::vector<TokenPick>& pi
     const torch::Tensor in_top_k = rank < OnDevice(keep_k, torch::kFloat64, device).unsqueeze(1);
     const torch::Tensor sorted = weights.gather(1, order).to(torch::kFloat64) * in_top_k;
     const torch::Tensor cumulative = sorted.cumsum(1);
-    const torch::Tensor target = OnDevice(top_p, torch::kFloat64, device).unsqueeze(1) * cumulative.narrow(1, vocab - 1, 1);
+    const torch::Tensor p = OnDevice(top_p, torch::kFloat64, device).unsqueeze(1);  // copied to the device once
+    const torch::Tensor target = p * cumulative.narrow(1, vocab - 1, 1);
     // The smallest prefix reaching the target: every id whose predecessors weigh less than it.
-    const torch::Tensor in_top_p =
-        (cumulative - sorted < target).logical_or(OnDevice(top_p, torch::kFloat64, device).unsqueeze(1) >= 1.0);
+    const torch::Tensor in_top_p = (cumulative - sorted < target).logical_or(p >= 1.0);
     const torch::Tensor kept = torch::zeros_like(in_top_k).scatter(1, order, in_top_k.logical_and(in_top_p));
     weights = torch::where(kept, weights, torch::zeros_like(weights));
   }
