@@ -4,6 +4,12 @@
 // largest), when its oldest request has waited
 // max_queue_delay, or earlier when waiting longer would miss the earliest deadline in the queue given the
 // bucket's measured compute time.
+// Splitting instead of padding: when all of a due bucket's requests run now (those left behind would be due too,
+// waiting is futile, or the batcher is stopping) and their count is not a compiled size, they run as the cheapest
+// split into compiled sizes by the measured estimates, oldest first: where compute grows with rows (a CPU, the
+// sim's per-sample cost) 5 rows of a long bucket run as 4 + 1, not as 8 with 3 dummy rows; where a launch costs
+// more than the dummy rows they stay one padded batch, as they do until every size of the bucket has an estimate
+// or when the split would save under 3 %.
 // Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free
 // instance. Expired requests leave their queue the moment they expire and never run.
 //

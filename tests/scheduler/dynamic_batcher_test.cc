@@ -187,6 +187,65 @@ TEST_F(DynamicBatcherTest, OddCountIsPaddedWithDummyRowsWhenAllAreDue) {
   EXPECT_EQ(answers[2]->response.batch_rows_used, 3);
 }
 
+// Runs one batch of each compiled size of bucket 100 so that every size has a measured compute time.
+void MeasureEverySizeOfTheSmallestBucket(Scheduler& scheduler, FakeClock& clock) {
+  for (int n : {1, 2, 4}) {
+    std::vector<std::shared_ptr<PendingAnswer>> warm;
+    for (int i = 0; i < n; ++i) warm.push_back(Submit(scheduler, 50));
+    clock.Advance(absl::Milliseconds(10));
+    for (auto& a : warm) ASSERT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  }
+}
+
+TEST_F(DynamicBatcherTest, WhereComputeGrowsWithRowsDueRequestsRunAsTheCheapestSplitNotPadded) {
+  Start();
+  // 2 ms a row, no launch cost: 3 rows padded to 4 take 8 ms; as 2 + 1, 6 ms.
+  backend().SetComputeForBatchSize(1, absl::Milliseconds(2));
+  backend().SetComputeForBatchSize(2, absl::Milliseconds(4));
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(8));
+  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
+  ASSERT_EQ(backend().executed_count(), 3u);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
+  clock_.Advance(absl::Milliseconds(10));  // all three are due
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ASSERT_EQ(backend().executed_count(), 5u);
+  EXPECT_THAT(backend().executed()[3].row_lengths, ElementsAre(10, 20));  // the oldest first, no dummy row
+  EXPECT_THAT(backend().executed()[4].row_lengths, ElementsAre(30));
+  EXPECT_EQ(answers[0]->response.batch_rows_used, 2);
+  EXPECT_EQ(answers[2]->response.batch_rows_used, 1);
+}
+
+TEST_F(DynamicBatcherTest, WhereALaunchCostsMoreThanADummyRowDueRequestsRunAsOnePaddedBatch) {
+  Start();
+  // 5 ms a launch, 0.25 ms a row: 3 rows padded to 4 take 6 ms; as 2 + 1, 10.75 ms.
+  backend().SetComputeForBatchSize(1, absl::Microseconds(5250));
+  backend().SetComputeForBatchSize(2, absl::Microseconds(5500));
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(6));
+  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
+  clock_.Advance(absl::Milliseconds(10));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ASSERT_EQ(backend().executed_count(), 4u);
+  EXPECT_THAT(backend().executed()[3].row_lengths, ElementsAre(10, 20, 30, 1));  // one dummy row
+}
+
+TEST_F(DynamicBatcherTest, ASplitSavingUnderThreePercentIsNotTaken) {
+  Start();
+  // 3 rows padded to 4: 8 ms; as 2 + 1: 7.84 ms (2 % less): noise in the estimates must not split a batch.
+  backend().SetComputeForBatchSize(1, absl::Microseconds(2840));
+  backend().SetComputeForBatchSize(2, absl::Milliseconds(5));
+  backend().SetComputeForBatchSize(4, absl::Milliseconds(8));
+  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
+  clock_.Advance(absl::Milliseconds(10));
+  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ASSERT_EQ(backend().executed_count(), 4u);
+  EXPECT_EQ(backend().executed()[3].batch_size, 4);
+}
+
 TEST_F(DynamicBatcherTest, ReportsEveryBatchAndTheQueueDepth) {
   Mutex mu;
   std::vector<BatchReport> reports;
