@@ -38,10 +38,14 @@ FRAME_SAMPLES = STACK * HOP     # 640
 FRONT_TAIL = WIN - HOP          # 240 samples of earlier audio each hop's window reaches back into
 STREAM_SLOTS = 64
 STREAM_BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64]
-# asr_ctc_stream's architecture. chunk_frames: output frames per chunk (4: 160 ms); left_frames: the attention's
+# asr_ctc_stream's architecture. chunk_frames: output frames per chunk (2: 80 ms); left_frames: the attention's
 # left context (32: 1.28 s). asr_digits_stream (the trained twin) is the same class with its own settings.
-ARCH = {"d_model": 144, "heads": 4, "blocks": 2, "ff_mult": 4, "conv_kernel": 15, "chunk_frames": 4,
+# 80 ms chunks, with a step waiting up to one chunk for the other streams (TICK_MS), put nearly every stream in
+# every step at 64 streams and keep chunk latency p95 under 300 ms on this project's 2-core VM; with 160 ms chunks a
+# whole-chunk wait could not (loadtest/bench/results/streaming.md, 2026-12-06).
+ARCH = {"d_model": 144, "heads": 4, "blocks": 2, "ff_mult": 4, "conv_kernel": 15, "chunk_frames": 2,
         "left_frames": 32}
+TICK_MS = 80  # speech.stream_step.max_wait_ms: one chunk, the shared tick (every real-time stream has a chunk by then)
 
 
 def chunk_attention_allowed(frames: int, chunk_frames: int, left_frames: int) -> torch.Tensor:
@@ -238,10 +242,14 @@ def new_states(arch, slots: int):
     return [torch.zeros([slots + 1] + s["shape"]) for s in state_shapes(arch)]
 
 
-def stream_step_speech(arch) -> dict:
-    """The config's speech.stream_step section for a model of this architecture."""
-    return {"chunk_samples": arch["chunk_frames"] * FRAME_SAMPLES, "slots": STREAM_SLOTS,
-            "batch_sizes": STREAM_BATCH_SIZES, "states": state_shapes(arch)}
+def stream_step_speech(arch, max_wait_ms=None) -> dict:
+    """The config's speech.stream_step section for a model of this architecture (max_wait_ms: None leaves the
+    engine's default, a quarter chunk)."""
+    section = {"chunk_samples": arch["chunk_frames"] * FRAME_SAMPLES, "slots": STREAM_SLOTS,
+               "batch_sizes": STREAM_BATCH_SIZES, "states": state_shapes(arch)}
+    if max_wait_ms is not None:
+        section["max_wait_ms"] = max_wait_ms
+    return section
 
 
 def export_stream_graphs(model, out_dir: str, target: str, names, weights):
@@ -280,6 +288,6 @@ def spec():
         build=build_asr_ctc_stream,
         make_input=asr_ctc.make_input,
         speech={"vocabulary": VOCAB, "blank": 0, "word_separator": " ", "frame_samples": FRAME_SAMPLES,
-                "stream_step": stream_step_speech(ARCH)},
+                "stream_step": stream_step_speech(ARCH, TICK_MS)},
         export_extra=export_stream_graphs,
     )
