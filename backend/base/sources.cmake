@@ -12,4 +12,5 @@ set(SLUICE_BASE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/embedding_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/status_mapping.cc
+  ${CMAKE_CURRENT_LIST_DIR}/blas_kernels.cc
 )

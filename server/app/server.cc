@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "backend/base/blas_kernels.h"
 #include "absl/time/clock.h"
 #include "server/kserve/grpc_service.h"
 #include "server/voice/openai_transcriptions.h"
@@ -81,6 +82,9 @@ void LoadGrpcReflection() {
 }
 
 void LogRepository(const ModelRepository& repository) {
+  if (std::optional<std::string> blas = BlasKernelWarning(LoadedOpenBlasCore(), DetectCpuVectorUnits())) {
+    spdlog::warn("{}", *blas);
+  }
   for (const LoadedModel& model : repository.models()) {
     const ModelConfig& config = *model.config;
     const ModelMemory memory = MemoryOf(model);
