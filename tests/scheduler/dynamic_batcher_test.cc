@@ -187,28 +187,38 @@ TEST_F(DynamicBatcherTest, OddCountIsPaddedWithDummyRowsWhenAllAreDue) {
   EXPECT_EQ(answers[2]->response.batch_rows_used, 3);
 }
 
-// Runs one batch of each compiled size of bucket 100 so that every size has a measured compute time.
-void MeasureEverySizeOfTheSmallestBucket(Scheduler& scheduler, FakeClock& clock) {
-  for (int n : {1, 2, 4}) {
-    std::vector<std::shared_ptr<PendingAnswer>> warm;
-    for (int i = 0; i < n; ++i) warm.push_back(Submit(scheduler, 50));
+// The split rule's scene: bucket 100's sizes 1, 2 and 4 take the given compute times and each has run once (so it
+// has an estimate); then requests of lengths 10, 20 and 30 all become due at once. Returns their answers, done.
+std::vector<std::shared_ptr<PendingAnswer>> ThreeDueRequestsAfterMeasuring(Scheduler& scheduler, FakeClock& clock,
+                                                                          ScriptedBackend& backend,
+                                                                          absl::Duration size1, absl::Duration size2,
+                                                                          absl::Duration size4) {
+  backend.SetComputeForBatchSize(1, size1);
+  backend.SetComputeForBatchSize(2, size2);
+  backend.SetComputeForBatchSize(4, size4);
+  std::vector<std::shared_ptr<PendingAnswer>> answers;
+  auto wait_all = [&answers] {
+    for (auto& a : answers) EXPECT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  };
+  for (int n : {1, 2, 4}) {  // one batch of each size
+    answers.clear();
+    for (int i = 0; i < n; ++i) answers.push_back(Submit(scheduler, 50));
     clock.Advance(absl::Milliseconds(10));
-    for (auto& a : warm) ASSERT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    wait_all();
   }
+  EXPECT_EQ(backend.executed_count(), 3u);
+  answers.clear();
+  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(scheduler, len));
+  clock.Advance(absl::Milliseconds(10));  // all three are due
+  wait_all();
+  return answers;
 }
 
 TEST_F(DynamicBatcherTest, WhereComputeGrowsWithRowsDueRequestsRunAsTheCheapestSplitNotPadded) {
   Start();
   // 2 ms a row, no launch cost: 3 rows padded to 4 take 8 ms; as 2 + 1, 6 ms.
-  backend().SetComputeForBatchSize(1, absl::Milliseconds(2));
-  backend().SetComputeForBatchSize(2, absl::Milliseconds(4));
-  backend().SetComputeForBatchSize(4, absl::Milliseconds(8));
-  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
-  ASSERT_EQ(backend().executed_count(), 3u);
-  std::vector<std::shared_ptr<PendingAnswer>> answers;
-  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
-  clock_.Advance(absl::Milliseconds(10));  // all three are due
-  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  auto answers = ThreeDueRequestsAfterMeasuring(*scheduler_, clock_, backend(), absl::Milliseconds(2),
+                                                absl::Milliseconds(4), absl::Milliseconds(8));
   ASSERT_EQ(backend().executed_count(), 5u);
   EXPECT_THAT(backend().executed()[3].row_lengths, ElementsAre(10, 20));  // the oldest first, no dummy row
   EXPECT_THAT(backend().executed()[4].row_lengths, ElementsAre(30));
@@ -219,14 +229,8 @@ TEST_F(DynamicBatcherTest, WhereComputeGrowsWithRowsDueRequestsRunAsTheCheapestS
 TEST_F(DynamicBatcherTest, WhereALaunchCostsMoreThanADummyRowDueRequestsRunAsOnePaddedBatch) {
   Start();
   // 5 ms a launch, 0.25 ms a row: 3 rows padded to 4 take 6 ms; as 2 + 1, 10.75 ms.
-  backend().SetComputeForBatchSize(1, absl::Microseconds(5250));
-  backend().SetComputeForBatchSize(2, absl::Microseconds(5500));
-  backend().SetComputeForBatchSize(4, absl::Milliseconds(6));
-  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
-  std::vector<std::shared_ptr<PendingAnswer>> answers;
-  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
-  clock_.Advance(absl::Milliseconds(10));
-  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ThreeDueRequestsAfterMeasuring(*scheduler_, clock_, backend(), absl::Microseconds(5250), absl::Microseconds(5500),
+                                 absl::Milliseconds(6));
   ASSERT_EQ(backend().executed_count(), 4u);
   EXPECT_THAT(backend().executed()[3].row_lengths, ElementsAre(10, 20, 30, 1));  // one dummy row
 }
@@ -234,14 +238,8 @@ TEST_F(DynamicBatcherTest, WhereALaunchCostsMoreThanADummyRowDueRequestsRunAsOne
 TEST_F(DynamicBatcherTest, ASplitSavingUnderThreePercentIsNotTaken) {
   Start();
   // 3 rows padded to 4: 8 ms; as 2 + 1: 7.84 ms (2 % less): noise in the estimates must not split a batch.
-  backend().SetComputeForBatchSize(1, absl::Microseconds(2840));
-  backend().SetComputeForBatchSize(2, absl::Milliseconds(5));
-  backend().SetComputeForBatchSize(4, absl::Milliseconds(8));
-  MeasureEverySizeOfTheSmallestBucket(*scheduler_, clock_);
-  std::vector<std::shared_ptr<PendingAnswer>> answers;
-  for (int64_t len : {10, 20, 30}) answers.push_back(Submit(*scheduler_, len));
-  clock_.Advance(absl::Milliseconds(10));
-  for (auto& a : answers) ASSERT_TRUE(WaitDone(a));
+  ThreeDueRequestsAfterMeasuring(*scheduler_, clock_, backend(), absl::Microseconds(2840), absl::Milliseconds(5),
+                                 absl::Milliseconds(8));
   ASSERT_EQ(backend().executed_count(), 4u);
   EXPECT_EQ(backend().executed()[3].batch_size, 4);
 }
