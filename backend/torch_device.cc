@@ -1,6 +1,5 @@
 #include "backend/torch_device.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <torch/cuda.h>
 
@@ -11,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backend/base/blas_kernels.h"
 #include "backend/base/sync.h"
 #include "backend/base/status_macros.h"
 #include "backend/neuron_runtime.h"
@@ -86,28 +86,15 @@ struct BlasControl {
   int (*get)() = nullptr;                   // openblas_get_num_threads
 };
 
-std::string RealPath(const char* path) {
-  char* resolved = realpath(path, nullptr);
-  if (resolved == nullptr) return path;
-  std::string out = resolved;
-  free(resolved);
-  return out;
-}
-
 BlasControl FindBlas() {
   BlasControl blas;
-  // The sgemm_ the dynamic linker resolves for the process (libtorch's calls bind to the same one).
-  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
-  Dl_info where{};
-  if (sgemm == nullptr || dladdr(sgemm, &where) == 0 || where.dli_fname == nullptr) {
+  const LoadedBlasLibrary& library = LoadedBlasLibraryOfProcess();
+  if (library.file.empty()) {
     blas.info.name = "none loaded (no sgemm_ in the process)";
     return blas;
   }
-  blas.info.library = RealPath(where.dli_fname);
-  // RTLD_NOLOAD: a reference to the library already loaded, never a new one. dlsym on it also searches its
-  // dependencies, where Debian's libblas.so.3 wrapper finds libopenblas.so.0's calls. Never closed.
-  void* library = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  auto find = [library](const char* name) { return library ? dlsym(library, name) : nullptr; };
+  blas.info.library = library.file;
+  auto find = [&library](const char* name) { return library.Find(name); };
   if (void* set = find("openblas_set_num_threads")) {
     blas.set_process_wide = reinterpret_cast<void (*)(int)>(set);
     blas.get = reinterpret_cast<int (*)()>(find("openblas_get_num_threads"));

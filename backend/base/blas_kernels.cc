@@ -1,6 +1,7 @@
 #include "backend/base/blas_kernels.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -17,9 +18,32 @@ CpuVectorUnits DetectCpuVectorUnits() {
   return units;
 }
 
+namespace {
+
+LoadedBlasLibrary FindLoadedBlasLibrary() {
+  LoadedBlasLibrary blas;
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info where{};
+  if (sgemm == nullptr || dladdr(sgemm, &where) == 0 || where.dli_fname == nullptr) return blas;
+  char* resolved = realpath(where.dli_fname, nullptr);
+  blas.file = resolved != nullptr ? resolved : where.dli_fname;
+  free(resolved);
+  // RTLD_NOLOAD: a reference to the library already loaded, never a new one.
+  blas.handle = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  return blas;
+}
+
+}  // namespace
+
+void* LoadedBlasLibrary::Find(const char* name) const { return handle != nullptr ? dlsym(handle, name) : nullptr; }
+
+const LoadedBlasLibrary& LoadedBlasLibraryOfProcess() {
+  static const LoadedBlasLibrary* const blas = new LoadedBlasLibrary(FindLoadedBlasLibrary());
+  return *blas;
+}
+
 std::string LoadedOpenBlasCore() {
-  // libtorch's libblas.so.3 (Debian's wrapper) pulls libopenblas.so.0 in as a dependency: in the global scope.
-  auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  auto corename = reinterpret_cast<char* (*)()>(LoadedBlasLibraryOfProcess().Find("openblas_get_corename"));
   if (corename == nullptr) return "";
   const char* name = corename();
   return name != nullptr ? name : "";

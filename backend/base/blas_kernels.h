@@ -21,8 +21,18 @@ struct CpuVectorUnits {
 // The running CPU's (x86-64; all false elsewhere).
 CpuVectorUnits DetectCpuVectorUnits();
 
-// The kernel set OpenBLAS chose (openblas_get_corename, found at run time: no link dependency), or "" when no
-// OpenBLAS is loaded.
+// The BLAS library serving the process's sgemm_ (the one libtorch's calls bind to), found at run time: dlsym/dladdr
+// on what is already loaded, never a new load and no link dependency that could pick another BLAS. Looked up once.
+struct LoadedBlasLibrary {
+  std::string file;  // symlinks resolved; empty when no sgemm_ is in the process
+  // A call of that library or its dependencies (Debian's libblas.so.3 wrapper finds libopenblas.so.0's calls
+  // there); null when there is no such library or call.
+  void* Find(const char* name) const;
+  void* handle = nullptr;  // dlopen(RTLD_NOLOAD) of it; never closed
+};
+const LoadedBlasLibrary& LoadedBlasLibraryOfProcess();
+
+// The kernel set OpenBLAS chose (its openblas_get_corename), or "" when the loaded BLAS is not OpenBLAS.
 std::string LoadedOpenBlasCore();
 
 // A warning naming the fix when `openblas_core` is one of OpenBLAS's pre-AVX2 x86 kernel sets and the CPU has
