@@ -18,6 +18,7 @@
 #include "scheduler/bucket_queue.h"
 #include "scheduler/bucket_table.h"
 #include "scheduler/enqueue_check.h"
+#include "scheduler/return_tracker.h"
 #include "backend/base/sync.h"
 #include "backend/base/unshared_status.h"
 
@@ -50,6 +51,7 @@ class DynamicBatcher final : public Scheduler {
                          BatchingOptions::BatchSizePolicy::kLargest),
         fill_wait_(absl::Microseconds(options.model->batching.max_fill_wait_ms * 1000.0)),
         skip_futile_delay_(options.model->batching.skip_futile_delay),
+        await_returns_(options.model->batching.await_returns && max_delay_ > absl::ZeroDuration()),
         idle_spin_(std::chrono::microseconds(options.model->batching.idle_spin_us)),
         execution_timeout_(options.model->batching.execution_timeout_ms > 0
                                ? absl::Microseconds(options.model->batching.execution_timeout_ms * 1000.0)
@@ -111,6 +113,7 @@ class DynamicBatcher final : public Scheduler {
     ++in_flight_;
     ++unanswered_;
     NotePeakUnansweredLocked(now);
+    returns_.NoteArrival(now);
     // The hop cut: with an instance free, the decision the batcher thread would take next is taken here, and the
     // instance is woken directly (one thread hand-off fewer per request at low load). Work that expired is left
     // to the batcher thread, which answers it (on_done never runs on an Enqueue caller's thread).
@@ -270,7 +273,28 @@ class DynamicBatcher final : public Scheduler {
   bool IsDueLocked(size_t bucket, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const BucketQueue& queue = queues_[bucket];
     if (queue.empty()) return false;
-    return stopping_ || IsWholeLocked(bucket) || WaitingIsFutileLocked(now) || ReadyTimeLocked(bucket, 0) <= now;
+    if (stopping_ || IsWholeLocked(bucket) || WaitingIsFutileLocked(now)) return true;
+    return ReadyTimeLocked(bucket, 0) <= now && ReturnsAwaitedUntilLocked(bucket, now) <= now;
+  }
+
+  // batching.await_returns: until when a partial batch, due by its delay, waits for the closed-loop clients just
+  // answered (their next requests may join it, or fill another batch); InfinitePast when it does not wait. The
+  // tracker expects returns only for traffic seen to be closed-loop, within the measured usual gap of the last
+  // batch's end. Not past what a deadline allows, and not when the usual gap exceeds the batch's own estimated
+  // compute (a launch, which is all that waiting can save, costs less than that).
+  absl::Time ReturnsAwaitedUntilLocked(size_t bucket, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!await_returns_) return absl::InfinitePast();
+    const absl::Time until = returns_.ReturnsExpectedBy(now);
+    if (until <= now) return absl::InfinitePast();
+    // With a whole batch's worth queued in all, what is here already makes full batches: the returns are a small
+    // part of what could fill one, and waiting for them only idles the instance (measured: 16 calls in flight).
+    const int efficient = EfficientBatchSizeLocked(bucket);
+    if (queued_ >= efficient) return absl::InfinitePast();
+    const int n = static_cast<int>(std::min<size_t>(queues_[bucket].size(), efficient));
+    const absl::Duration compute = EstimateLocked(bucket, table_.BatchSizeFor(std::max(n, 1)));
+    if (returns_.usual_gap() > compute) return absl::InfinitePast();
+    if (ReadyTimeLocked(bucket, 0, absl::InfiniteDuration()) < until) return absl::InfinitePast();  // a deadline
+    return until;
   }
 
   // batching.skip_futile_delay: every request of the recent peak of unanswered ones is queued here, none running
@@ -422,7 +446,9 @@ class DynamicBatcher final : public Scheduler {
     for (size_t b = 0; b < queues_.size(); ++b) {
       if (queues_[b].empty()) continue;
       next = std::min(next, queues_[b].EarliestDeadline());  // expiry, whether or not an instance is free
-      if (!IsDueLocked(b, now)) next = std::min(next, ReadyTimeLocked(b, 0));
+      if (!IsDueLocked(b, now)) {
+        next = std::min(next, std::max(ReadyTimeLocked(b, 0), ReturnsAwaitedUntilLocked(b, now)));
+      }
     }
     for (const SlotWork& work : slot_work_) {
       if (work.executing != nullptr && !work.timed_out) next = std::min(next, work.executing_since + execution_timeout_);
@@ -572,9 +598,11 @@ class DynamicBatcher final : public Scheduler {
       absl::Duration& estimate = estimates_[done.batch.bucket][table_.BatchSizeIndex(done.batch.batch_size)];
       const absl::Duration batch_time = done.executed - done.start;
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
-      if (work.to_finish.empty() && prepared_.empty() && queued_ == 0) {
-        // Nothing for this instance to run next: answering here costs the device nothing and saves the hop to
-        // the finishing thread (the instance stays busy meanwhile; a request arriving now waits for it).
+      returns_.NoteExecuted(done.executed, static_cast<int>(done.batch.requests.size()));  // their answers go out
+      if (work.to_finish.empty() && prepared_.empty() && (queued_ == 0 || !PickBucketLocked(clock_.Now()))) {
+        // Nothing for this instance to run next (nothing queued, or nothing due: delays, awaited returns):
+        // answering here costs the device nothing and saves the hop to the finishing thread (the instance stays
+        // busy meanwhile; a request arriving now waits for it).
         AnswerLocked(slot, done);
       } else {
         work.to_finish.push_back(std::move(done));
@@ -784,6 +812,7 @@ class DynamicBatcher final : public Scheduler {
   const bool largest_batches_;  // batch_size_policy: largest
   const absl::Duration fill_wait_;  // max_fill_wait_ms
   const bool skip_futile_delay_;
+  const bool await_returns_;  // batching.await_returns, and max_queue_delay_ms > 0
   const std::chrono::microseconds idle_spin_;
   const absl::Duration execution_timeout_;  // InfiniteDuration when execution_timeout_ms is 0
   const BatchObserver on_batch_;
@@ -809,6 +838,7 @@ class DynamicBatcher final : public Scheduler {
   int64_t peak_current_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_previous_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time peak_window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  ReturnTracker returns_ ABSL_GUARDED_BY(mu_);  // batching.await_returns: when answered clients come back
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // While the batcher thread waits: the time it wakes at by itself; InfinitePast while it is awake.

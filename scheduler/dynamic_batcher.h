@@ -28,6 +28,14 @@
 // only until the other clients' requests are back. Open-loop traffic meets the condition only when all it has in
 // flight is queued at its recent peak, and then starts one partial batch early.
 //
+// Waiting for the ones just answered (batching.await_returns, on by default; off with max_queue_delay 0): when the
+// traffic is seen to be closed-loop (scheduler/return_tracker.h: most answered rows' next requests arrive within
+// 2 ms of their batch's end), a partial batch due by its delay does not start right after a batch ends: it waits
+// the measured usual return gap for those clients' next requests, which join it or fill another batch, so the next
+// launch serves more rows (a closed loop of 4 calls on the sim's mix: batches of 1.4 rows on average otherwise).
+// Not when the gap exceeds the batch's own estimated compute, nor past what a deadline allows; whole batches,
+// futile waits and stopping never wait; when every answered client is back it starts at once.
+//
 // Double buffering: while every instance is running a batch, the batcher forms up to one batch per instance
 // ahead — the batch that goes next anyway, and only when it is whole (a partial batch is left to grow) — and an
 // instance whose graph returns takes it at once, without a hop through the batcher thread; a batch formed ahead

@@ -6,6 +6,7 @@ set(SLUICE_SCHEDULER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/bucket_queue.cc
   ${CMAKE_CURRENT_LIST_DIR}/batch_assembly.cc
   ${CMAKE_CURRENT_LIST_DIR}/enqueue_check.cc
+  ${CMAKE_CURRENT_LIST_DIR}/return_tracker.cc
   ${CMAKE_CURRENT_LIST_DIR}/dynamic_batcher.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/generation_shapes.cc

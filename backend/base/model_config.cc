@@ -136,7 +136,7 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   if (!node) return options;
   SLUICE_RETURN_IF_ERROR(node->CheckKeys(
       {"max_queue_delay_ms", "max_queue_size", "priority_levels", "default_priority_level", "execution_timeout_ms",
-       "batch_size_policy", "max_fill_wait_ms", "skip_futile_delay", "idle_spin_us"}));
+       "batch_size_policy", "max_fill_wait_ms", "skip_futile_delay", "await_returns", "idle_spin_us"}));
   if (auto policy = node->Optional("batch_size_policy")) {
     SLUICE_ASSIGN_OR_RETURN(std::string value, policy->AsString());
     if (value == "measured") {
@@ -161,6 +161,9 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   }
   if (auto skip = node->Optional("skip_futile_delay")) {
     SLUICE_ASSIGN_OR_RETURN(options.skip_futile_delay, skip->AsBool());
+  }
+  if (auto await_returns = node->Optional("await_returns")) {
+    SLUICE_ASSIGN_OR_RETURN(options.await_returns, await_returns->AsBool());
   }
   if (auto spin = node->Optional("idle_spin_us")) {
     SLUICE_ASSIGN_OR_RETURN(int64_t value, spin->AsInt());

@@ -81,6 +81,11 @@ struct BatchingOptions {
   // max_queue_delay_ms would only idle a free instance: the oldest partial batch starts at once. Open-loop
   // traffic rarely meets the condition (see scheduler/dynamic_batcher.h). false: always wait the delay.
   bool skip_futile_delay = true;
+  // Waiting for the ones just answered: when closed-loop clients were just answered (their next requests usually
+  // arrive within a measured gap, see scheduler/return_tracker.h), a partial batch due by its delay waits that
+  // gap for them, so they can join it or fill another, and the next launch serves more rows. Never past a
+  // deadline, never longer than the batch's own compute, never with max_queue_delay_ms 0. false: off.
+  bool await_returns = true;
   // Spinning before sleeping: an instance with nothing to run while at most one request was in flight at once over
   // the last 1-2 s (one caller at a time) polls for its next batch this long before it sleeps, so the request a
   // lone client sends on getting its answer starts without a thread wake-up (most of a zero-cost request's latency

@@ -127,6 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"skip_futile_delay not a bool",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: sometimes"),
                 "batching.skip_futile_delay", "expected true or false"},
+        BadCase{"await_returns not a bool",
+                ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, await_returns: 2"),
+                "batching.await_returns", "expected true or false"},
         BadCase{"unknown batch size policy",
                 ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, batch_size_policy: biggest"),
                 "batching.batch_size_policy", "must be measured or largest, not 'biggest'"},
@@ -276,6 +279,16 @@ TEST(ModelConfigTest, SkipFutileDelayIsOnByDefaultAndCanBeTurnedOff) {
       Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: false"));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->batching.skip_futile_delay);
+}
+
+TEST(ModelConfigTest, AwaitReturnsIsOnByDefaultAndCanBeTurnedOff) {
+  absl::StatusOr<ModelConfig> config = Parse(kValid);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->batching.await_returns);
+  absl::StatusOr<ModelConfig> off =
+      Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, await_returns: false"));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->batching.await_returns);
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {

@@ -482,12 +482,94 @@ TEST_F(DynamicBatcherTest, WithSkipFutileDelayTheRestIsNotLeftBehindForAnExactSi
   ASSERT_TRUE(WaitDone(next));
 }
 
-// An instance with nothing else to run answers its batch on its own thread (no hand-off to the finishing thread);
-// with work waiting, the finishing thread answers while the instance takes that work.
-TEST_F(DynamicBatcherTest, AnInstanceWithNothingElseToRunAnswersItselfOtherwiseTheFinishingThreadDoes) {
+// batching.await_returns: closed-loop clients come back a usual gap after their answers. Taught here by one client
+// whose next request arrives 300 us after each answer (60 rounds: the tracker needs most rows seen back).
+void LearnReturnsOfOneClosedLoopClient(Scheduler& scheduler, FakeClock& clock) {
+  for (int i = 0; i < 60; ++i) {
+    auto answer = Submit(scheduler, 50);  // alone: starts at once (skip_futile_delay), 5 ms on the fake clock
+    ASSERT_TRUE(answer->done.WaitForNotificationWithTimeout(absl::Seconds(10))) << i;
+    clock.Advance(absl::Microseconds(300));
+  }
+}
+
+// Two clients, A and B, in bucket 100. While A's request runs, B's waits past its delay; when A's batch ends, B's is
+// due, but A is expected back within the usual gap (300 us): B waits for it, and A's next request joins B's batch.
+// Returns B's answer, the fake clock left where A's batch ended and A's next request not sent.
+std::shared_ptr<PendingAnswer> ClientBDueAsClientAIsAnswered(Scheduler& scheduler, FakeClock& clock,
+                                                             ScriptedBackend& backend,
+                                                             absl::Time b_deadline = absl::InfiniteFuture()) {
+  const size_t before = backend.executed_count();
+  backend.Hold();
+  auto a = Submit(scheduler, 50);  // starts at once: the only request in flight
+  EXPECT_TRUE(Eventually([&] { return backend.executed_count() == before + 1; }));
+  auto b = Submit(scheduler, 70, b_deadline);  // waits: A's answer may bring a request to batch with
+  clock.Advance(absl::Milliseconds(10));  // B's delay is over while A runs
+  LetThreadsRun();
+  backend.Release();  // A's batch ends (5 ms on the fake clock) and is answered
+  EXPECT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  LetThreadsRun();
+  return b;
+}
+
+TEST_F(DynamicBatcherTest, WithAwaitReturnsADuePartialBatchWaitsForTheClientJustAnsweredWhoJoinsIt) {
+  model_.batching.skip_futile_delay = true;
+  model_.batching.await_returns = true;
+  Start();
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  const size_t before = backend().executed_count();
+  auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
+  EXPECT_FALSE(Done(b)) << "due by its delay, but client A is expected back within 300 us";
+  EXPECT_EQ(backend().executed_count(), before + 1);
+
+  auto a_next = Submit(*scheduler_, 90);  // A is back (no time passed): both run as one batch
+  ASSERT_TRUE(WaitDone(b) && WaitDone(a_next));
+  ASSERT_EQ(backend().executed_count(), before + 2);
+  EXPECT_THAT(backend().executed()[before + 1].row_lengths, ElementsAre(70, 90));
+}
+
+TEST_F(DynamicBatcherTest, WithAwaitReturnsAClientNotBackWithinTheUsualGapIsNotWaitedForLonger) {
+  model_.batching.skip_futile_delay = true;
+  model_.batching.await_returns = true;
+  Start();
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
+  EXPECT_FALSE(Done(b));
+  clock_.Advance(absl::Microseconds(300));  // the usual gap has passed since A's batch ended; A is not back
+  ASSERT_TRUE(WaitDone(b));
+  EXPECT_EQ(b->response.batch_rows_used, 1);
+  EXPECT_EQ(b->response.queue_time, absl::Microseconds(15300)) << "10 ms delay + A's 5 ms run + the 300 us gap";
+}
+
+TEST_F(DynamicBatcherTest, WithAwaitReturnsARequestWhoseDeadlineCannotAffordTheWaitStartsAtOnce) {
+  model_.batching.skip_futile_delay = true;
+  model_.batching.await_returns = true;
+  Start();
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  // B must start by its deadline less its 5 ms estimate: 100 us after A's batch ends, before A is expected back.
+  const absl::Time b_deadline = clock_.Now() + absl::Milliseconds(20) + absl::Microseconds(100);
+  auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend(), b_deadline);
+  ASSERT_TRUE(WaitDone(b)) << "no clock advance: B started when A's batch ended";
+  EXPECT_TRUE(b->response.status.ok()) << b->response.status;
+  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(15));
+}
+
+TEST_F(DynamicBatcherTest, WithoutAwaitReturnsADuePartialBatchStartsAsTheBatchAheadEnds) {
+  model_.batching.skip_futile_delay = true;
+  model_.batching.await_returns = false;
+  Start();
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
+  ASSERT_TRUE(WaitDone(b));
+  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(15));
+}
+
+// An instance with nothing to run now answers its batch on its own thread (no hand-off to the finishing thread):
+// nothing queued, or nothing due yet (it would only wait). With work due, the finishing thread answers while the
+// instance takes that work.
+TEST_F(DynamicBatcherTest, AnInstanceWithNothingDueAnswersItselfOtherwiseTheFinishingThreadDoes) {
   Start();
   Mutex threads_mu;
-  std::vector<std::thread::id> answered_on(5);
+  std::vector<std::thread::id> answered_on(10);
   std::vector<std::shared_ptr<PendingAnswer>> answers;
   auto submit = [&](int index) {
     auto answer = std::make_shared<PendingAnswer>();
@@ -506,15 +588,25 @@ TEST_F(DynamicBatcherTest, AnInstanceWithNothingElseToRunAnswersItselfOtherwiseT
   backend().Hold();
   for (int i = 0; i < 4; ++i) submit(i);  // a whole batch, held inside Execute
   ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 1; }));
-  submit(4);  // queued behind it (not due for 10 ms)
-  backend().Release();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(WaitDone(answers[i]));
+  submit(4);  // queued behind it, due once 10 ms have passed
   clock_.Advance(absl::Milliseconds(10));
-  ASSERT_TRUE(WaitDone(answers[4]));
+  backend().Release();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(WaitDone(answers[i]));
   ASSERT_EQ(backend().executed_count(), 2u);
+
+  backend().Hold();
+  for (int i = 5; i < 9; ++i) submit(i);  // again a whole batch, held
+  ASSERT_TRUE(Eventually([&] { return backend().executed_count() == 3; }));
+  submit(9);  // queued behind it, not due for 10 ms
+  backend().Release();
+  for (int i = 5; i < 9; ++i) ASSERT_TRUE(WaitDone(answers[i]));
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitDone(answers[9]));
+  ASSERT_EQ(backend().executed_count(), 4u);
   MutexLock lock(&threads_mu);
-  EXPECT_NE(answered_on[0], backend().executed()[0].thread) << "work was waiting: the finishing thread answers";
-  EXPECT_EQ(answered_on[4], backend().executed()[1].thread) << "nothing else to run: the instance answers";
+  EXPECT_NE(answered_on[0], backend().executed()[0].thread) << "work was due: the finishing thread answers";
+  EXPECT_EQ(answered_on[5], backend().executed()[2].thread) << "nothing due yet: the instance answers";
+  EXPECT_EQ(answered_on[9], backend().executed()[3].thread) << "nothing else to run: the instance answers";
 }
 
 // max_fill_wait_ms: a due partial batch lets a whole batch of another bucket go first while it can afford to wait.
