@@ -28,13 +28,16 @@
 // only until the other clients' requests are back. Open-loop traffic meets the condition only when all it has in
 // flight is queued at its recent peak, and then starts one partial batch early.
 //
-// Waiting for the ones just answered (batching.await_returns, on by default; off with max_queue_delay 0): when the
+// Waiting for the ones just answered (batching.await_returns, on by default; off with max_queue_delay 0 and on CPU
+// instances, where the graphs share the cores with the threads bringing the requests: measured a loss): when the
 // traffic is seen to be closed-loop (scheduler/return_tracker.h: most answered rows' next requests arrive within
-// 2 ms of their batch's end), a partial batch due by its delay does not start right after a batch ends: it waits
+// 3 ms of their batch's end), a partial batch due by its delay does not start right after a batch ends: it waits
 // the measured usual return gap for those clients' next requests, which join it or fill another batch, so the next
 // launch serves more rows (a closed loop of 4 calls on the sim's mix: batches of 1.4 rows on average otherwise).
-// Not when the gap exceeds the batch's own estimated compute, nor past what a deadline allows; whole batches,
-// futile waits and stopping never wait; when every answered client is back it starts at once.
+// Not when the gap is as long as a launch of the bucket's graph (its measured batch times extrapolated to zero
+// rows), nor past what a deadline allows, nor when a whole batch's worth is queued in all (the returns are then a
+// small part of what fills one, measured at 16 calls in flight); whole batches, futile waits and stopping never
+// wait; when every answered client is back it starts.
 //
 // Double buffering: while every instance is running a batch, the batcher forms up to one batch per instance
 // ahead — the batch that goes next anyway, and only when it is whole (a partial batch is left to grow) — and an
@@ -42,8 +45,8 @@
 // runs next even if higher-priority work arrives after it was formed; its requests are still cancelled and
 // expire as queued ones do. Answering
 // (scatter, callbacks) runs on a second thread per instance, so the device is not idle while it happens — except
-// when the instance has nothing else to run (nothing formed ahead, nothing queued): then its executor thread
-// answers at once, saving the hand-off.
+// when the instance has nothing to run now (nothing formed ahead, nothing queued or nothing due yet): then its
+// executor thread answers at once, saving the hand-off.
 //
 // Fewer hops at low load: Enqueue itself gives a free instance the batch the batcher thread would form next when
 // that work is due at once (a full batch, or max_queue_delay 0), and wakes that instance directly; the batcher

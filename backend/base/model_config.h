@@ -84,7 +84,8 @@ struct BatchingOptions {
   // Waiting for the ones just answered: when closed-loop clients were just answered (their next requests usually
   // arrive within a measured gap, see scheduler/return_tracker.h), a partial batch due by its delay waits that
   // gap for them, so they can join it or fill another, and the next launch serves more rows. Never past a
-  // deadline, never longer than the batch's own compute, never with max_queue_delay_ms 0. false: off.
+  // deadline, never when the gap is as long as a launch of the graph, never with max_queue_delay_ms 0, never on
+  // CPU instances (the graphs share the cores with the threads bringing those requests: measured a loss). false: off.
   bool await_returns = true;
   // Spinning before sleeping: an instance with nothing to run while at most one request was in flight at once over
   // the last 1-2 s (one caller at a time) polls for its next batch this long before it sleeps, so the request a

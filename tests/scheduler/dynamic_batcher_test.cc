@@ -65,6 +65,15 @@ class DynamicBatcherTest : public ::testing::Test {
     return partial;
   }
 
+  // batching.await_returns's scenes: closed-loop rules on, a 1 ms delay (a request queued behind a running batch
+  // is due when it ends).
+  void StartWithAwaitReturns(bool await_returns) {
+    model_.batching.skip_futile_delay = true;
+    model_.batching.await_returns = await_returns;
+    model_.batching.max_queue_delay_ms = 1;
+    Start();
+  }
+
   ModelConfig model_ = testing::SmallSimModel();
   FakeClock clock_;
   std::vector<std::unique_ptr<ScriptedBackend>> backends_;
@@ -483,8 +492,22 @@ TEST_F(DynamicBatcherTest, WithSkipFutileDelayTheRestIsNotLeftBehindForAnExactSi
 }
 
 // batching.await_returns: closed-loop clients come back a usual gap after their answers. Taught here by one client
-// whose next request arrives 300 us after each answer (60 rounds: the tracker needs most rows seen back).
-void LearnReturnsOfOneClosedLoopClient(Scheduler& scheduler, FakeClock& clock) {
+// whose next request arrives 300 us after each answer (60 rounds: the tracker needs most rows seen back), after
+// bucket 100 has run at batch sizes 1 and 2 (5 ms each: a launch costs 5 ms, more than the gap). For the scenes
+// of StartWithAwaitReturns (max_queue_delay 1 ms).
+void LearnReturnsOfOneClosedLoopClient(Scheduler& scheduler, FakeClock& clock, ScriptedBackend& backend) {
+  backend.Hold();
+  auto first = Submit(scheduler, 50);
+  ASSERT_TRUE(Eventually([&] { return backend.executed_count() == 1u; }));
+  auto second = Submit(scheduler, 50), third = Submit(scheduler, 50);
+  backend.Release();
+  // The other two waited past their 1 ms delay while the first ran: they run as a batch of 2 as it ends. (No clock
+  // advance here: one landing during that batch would lengthen its measured time.)
+  ASSERT_TRUE(first->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(second->done.WaitForNotificationWithTimeout(absl::Seconds(10)) &&
+              third->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_EQ(second->response.batch_size, 2);
+  clock.Advance(absl::Seconds(3));  // three in flight is forgotten (skip_futile_delay's recent peak)
   for (int i = 0; i < 60; ++i) {
     auto answer = Submit(scheduler, 50);  // alone: starts at once (skip_futile_delay), 5 ms on the fake clock
     ASSERT_TRUE(answer->done.WaitForNotificationWithTimeout(absl::Seconds(10))) << i;
@@ -492,8 +515,8 @@ void LearnReturnsOfOneClosedLoopClient(Scheduler& scheduler, FakeClock& clock) {
   }
 }
 
-// Two clients, A and B, in bucket 100. While A's request runs, B's waits past its delay; when A's batch ends, B's is
-// due, but A is expected back within the usual gap (300 us): B waits for it, and A's next request joins B's batch.
+// Two clients, A and B, in bucket 100, max_queue_delay 1 ms. While A's request runs, B's waits past its delay; when
+// A's batch ends, B's is due, but A is expected back within the usual gap (300 us): B waits for it, and A's next request joins B's batch.
 // Returns B's answer, the fake clock left where A's batch ended and A's next request not sent.
 std::shared_ptr<PendingAnswer> ClientBDueAsClientAIsAnswered(Scheduler& scheduler, FakeClock& clock,
                                                              ScriptedBackend& backend,
@@ -503,19 +526,16 @@ std::shared_ptr<PendingAnswer> ClientBDueAsClientAIsAnswered(Scheduler& schedule
   auto a = Submit(scheduler, 50);  // starts at once: the only request in flight
   EXPECT_TRUE(Eventually([&] { return backend.executed_count() == before + 1; }));
   auto b = Submit(scheduler, 70, b_deadline);  // waits: A's answer may bring a request to batch with
-  clock.Advance(absl::Milliseconds(10));  // B's delay is over while A runs
   LetThreadsRun();
-  backend.Release();  // A's batch ends (5 ms on the fake clock) and is answered
+  backend.Release();  // A's batch ends (5 ms on the fake clock, past B's 1 ms delay) and is answered
   EXPECT_TRUE(a->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   LetThreadsRun();
   return b;
 }
 
 TEST_F(DynamicBatcherTest, WithAwaitReturnsADuePartialBatchWaitsForTheClientJustAnsweredWhoJoinsIt) {
-  model_.batching.skip_futile_delay = true;
-  model_.batching.await_returns = true;
-  Start();
-  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  StartWithAwaitReturns(true);
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_, backend());
   const size_t before = backend().executed_count();
   auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
   EXPECT_FALSE(Done(b)) << "due by its delay, but client A is expected back within 300 us";
@@ -528,39 +548,43 @@ TEST_F(DynamicBatcherTest, WithAwaitReturnsADuePartialBatchWaitsForTheClientJust
 }
 
 TEST_F(DynamicBatcherTest, WithAwaitReturnsAClientNotBackWithinTheUsualGapIsNotWaitedForLonger) {
-  model_.batching.skip_futile_delay = true;
-  model_.batching.await_returns = true;
-  Start();
-  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  StartWithAwaitReturns(true);
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_, backend());
   auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
   EXPECT_FALSE(Done(b));
   clock_.Advance(absl::Microseconds(300));  // the usual gap has passed since A's batch ended; A is not back
   ASSERT_TRUE(WaitDone(b));
   EXPECT_EQ(b->response.batch_rows_used, 1);
-  EXPECT_EQ(b->response.queue_time, absl::Microseconds(15300)) << "10 ms delay + A's 5 ms run + the 300 us gap";
+  EXPECT_EQ(b->response.queue_time, absl::Microseconds(5300)) << "A's 5 ms run, then the 300 us gap";
 }
 
 TEST_F(DynamicBatcherTest, WithAwaitReturnsARequestWhoseDeadlineCannotAffordTheWaitStartsAtOnce) {
-  model_.batching.skip_futile_delay = true;
-  model_.batching.await_returns = true;
-  Start();
-  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  StartWithAwaitReturns(true);
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_, backend());
   // B must start by its deadline less its 5 ms estimate: 100 us after A's batch ends, before A is expected back.
-  const absl::Time b_deadline = clock_.Now() + absl::Milliseconds(20) + absl::Microseconds(100);
+  const absl::Time b_deadline = clock_.Now() + absl::Milliseconds(10) + absl::Microseconds(100);
   auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend(), b_deadline);
   ASSERT_TRUE(WaitDone(b)) << "no clock advance: B started when A's batch ended";
   EXPECT_TRUE(b->response.status.ok()) << b->response.status;
-  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(15));
+  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(5));
+}
+
+// Where compute grows with rows (a CPU: here 5 ms a row), a row joining a batch saves no launch: no waiting.
+TEST_F(DynamicBatcherTest, WithAwaitReturnsNothingWaitsWhereALaunchCostsNothingBeyondItsRows) {
+  StartWithAwaitReturns(true);
+  backend().SetComputeForBatchSize(2, absl::Milliseconds(10));
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_, backend());
+  auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
+  ASSERT_TRUE(WaitDone(b));
+  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(5));
 }
 
 TEST_F(DynamicBatcherTest, WithoutAwaitReturnsADuePartialBatchStartsAsTheBatchAheadEnds) {
-  model_.batching.skip_futile_delay = true;
-  model_.batching.await_returns = false;
-  Start();
-  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_);
+  StartWithAwaitReturns(false);
+  LearnReturnsOfOneClosedLoopClient(*scheduler_, clock_, backend());
   auto b = ClientBDueAsClientAIsAnswered(*scheduler_, clock_, backend());
   ASSERT_TRUE(WaitDone(b));
-  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(15));
+  EXPECT_EQ(b->response.queue_time, absl::Milliseconds(5));
 }
 
 // An instance with nothing to run now answers its batch on its own thread (no hand-off to the finishing thread):
