@@ -45,8 +45,8 @@
 // runs next even if higher-priority work arrives after it was formed; its requests are still cancelled and
 // expire as queued ones do. Answering
 // (scatter, callbacks) runs on a second thread per instance, so the device is not idle while it happens — except
-// when the instance has nothing to run now (nothing formed ahead, nothing queued or nothing due yet): then its
-// executor thread answers at once, saving the hand-off.
+// when the instance has nothing else to run (nothing formed ahead, nothing queued): then its executor thread
+// answers at once, saving the hand-off.
 //
 // Fewer hops at low load: Enqueue itself gives a free instance the batch the batcher thread would form next when
 // that work is due at once (a full batch, or max_queue_delay 0), and wakes that instance directly; the batcher
