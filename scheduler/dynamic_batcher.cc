@@ -125,7 +125,7 @@ class DynamicBatcher final : public Scheduler {
     ++in_flight_;
     ++unanswered_;
     NotePeakUnansweredLocked(now);
-    returns_.NoteArrival(now);
+    if (await_returns_) returns_.NoteArrival(now);  // read only by that rule: no cost on this path without it
     // The hop cut: with an instance free, the decision the batcher thread would take next is taken here, and the
     // instance is woken directly (one thread hand-off fewer per request at low load). Work that expired is left
     // to the batcher thread, which answers it (on_done never runs on an Enqueue caller's thread).
@@ -620,7 +620,7 @@ class DynamicBatcher final : public Scheduler {
       absl::Duration& estimate = estimates_[done.batch.bucket][table_.BatchSizeIndex(done.batch.batch_size)];
       const absl::Duration batch_time = done.executed - done.start;
       estimate = estimate == absl::ZeroDuration() ? batch_time : (estimate * 0.8 + batch_time * 0.2);
-      returns_.NoteExecuted(done.executed, static_cast<int>(done.batch.requests.size()));  // their answers go out
+      if (await_returns_) returns_.NoteExecuted(done.executed, static_cast<int>(done.batch.requests.size()));
       if (work.to_finish.empty() && prepared_.empty() && queued_ == 0) {
         // Nothing for this instance to run next: answering here costs the device nothing and saves the hop to
         // the finishing thread (the instance stays busy meanwhile; a request arriving now waits for it).
@@ -859,7 +859,8 @@ class DynamicBatcher final : public Scheduler {
   int64_t peak_current_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_previous_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time peak_window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  ReturnTracker returns_ ABSL_GUARDED_BY(mu_);  // batching.await_returns: when answered clients come back
+  // batching.await_returns: when answered clients come back (fed only while the rule is on).
+  ReturnTracker returns_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // While the batcher thread waits: the time it wakes at by itself; InfinitePast while it is awake.
