@@ -13,7 +13,7 @@
 // Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free
 // instance. Expired requests leave their queue the moment they expire and never run.
 //
-// Filling under load (batching.max_fill_wait_ms, off by default): a due partial batch lets a whole batch of
+// Filling under load (batching.max_fill_wait_ms, 150 ms by default): a due partial batch lets a whole batch of
 // another bucket (same or higher priority level) go first while it can afford to: after that batch's estimated
 // compute, none of its requests will have waited longer than max_queue_delay + max_fill_wait, and each can still
 // start by its deadline minus the partial batch's estimated compute. It never idles an instance (a whole batch runs

@@ -8,7 +8,7 @@
 # (backend/sim_backend.cc SimLatency: B = compiled batch size, L = bucket length, dummy rows included),
 # buckets lengths [16000, 32000, 64000, 128000, 256000] (1, 2, 4, 8, 16 s), max_queue_delay_ms 5, one instance.
 # Three configurations, interleaved in every repeat, each on a fresh server:
-#   batched: batch_sizes [1, 2, 4, 8]      b1: batch_sizes [1]
+#   batched: batch_sizes [1, 2, 4, 8], the fill rule off (max_fill_wait_ms: 0)      b1: batch_sizes [1]
 #   filled:  batched with batching.max_fill_wait_ms --fill-wait (partial batches wait while whole ones run;
 #            scheduler/dynamic_batcher.h); --fill-wait 0 leaves it out
 # Load: sluice-loadtest, gRPC, closed loop (-c 64 by default), --warmup then --duration measured seconds, the

@@ -271,24 +271,28 @@ TEST(ModelConfigTest, IdleSpinIs200UsByDefaultAndCanBeTurnedOff) {
   EXPECT_EQ(off->batching.idle_spin_us, 0);
 }
 
-TEST(ModelConfigTest, SkipFutileDelayIsOnByDefaultAndCanBeTurnedOff) {
+// The batching rules that act by default (skip_futile_delay, await_returns, the fill rule's 150 ms), each turned
+// off by its own setting without touching the others.
+TEST(ModelConfigTest, BatchingRulesAreOnByDefaultAndEachCanBeTurnedOff) {
   absl::StatusOr<ModelConfig> config = Parse(kValid);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->batching.skip_futile_delay);
-  absl::StatusOr<ModelConfig> off =
-      Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, skip_futile_delay: false"));
-  ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_FALSE(off->batching.skip_futile_delay);
-}
-
-TEST(ModelConfigTest, AwaitReturnsIsOnByDefaultAndCanBeTurnedOff) {
-  absl::StatusOr<ModelConfig> config = Parse(kValid);
-  ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->batching.await_returns);
-  absl::StatusOr<ModelConfig> off =
-      Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, await_returns: false"));
-  ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_FALSE(off->batching.await_returns);
+  EXPECT_EQ(config->batching.max_fill_wait_ms, 150);
+  struct Off {
+    std::string setting;
+    bool skip_futile_delay, await_returns;
+    double max_fill_wait_ms;
+  };
+  for (const Off& off : {Off{"skip_futile_delay: false", false, true, 150}, Off{"await_returns: false", true, false, 150},
+                         Off{"max_fill_wait_ms: 0", true, true, 0}}) {
+    absl::StatusOr<ModelConfig> turned =
+        Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, " + off.setting));
+    ASSERT_TRUE(turned.ok()) << off.setting << ": " << turned.status();
+    EXPECT_EQ(turned->batching.skip_futile_delay, off.skip_futile_delay) << off.setting;
+    EXPECT_EQ(turned->batching.await_returns, off.await_returns) << off.setting;
+    EXPECT_EQ(turned->batching.max_fill_wait_ms, off.max_fill_wait_ms) << off.setting;
+  }
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {

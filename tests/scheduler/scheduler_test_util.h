@@ -24,6 +24,7 @@ inline ModelConfig SmallSimModel() {
   model.batching = {10.0, 8, 3, 2};
   model.batching.skip_futile_delay = false;  // these tests time the delay itself; the rule has its own tests
   model.batching.await_returns = false;      // likewise
+  model.batching.max_fill_wait_ms = 0;       // likewise (oldest first)
   model.instances = {{1, DeviceKind::kSim}};
   model.sim = SimCostModel{0, 0, 1.0};
   return model;
