@@ -13,12 +13,13 @@
 // Across buckets, the due batch whose first request is oldest (highest priority first) gets the next free
 // instance. Expired requests leave their queue the moment they expire and never run.
 //
-// Filling under load (batching.max_fill_wait_ms, 150 ms by default): a due partial batch lets a whole batch of
-// another bucket (same or higher priority level) go first while it can afford to: after that batch's estimated
-// compute, none of its requests will have waited longer than max_queue_delay + max_fill_wait, and each can still
-// start by its deadline minus the partial batch's estimated compute. It never idles an instance (a whole batch runs
-// instead), so at saturation long, rarely full buckets fill while short ones keep the device busy; below
-// saturation nothing changes (no whole batch is waiting). Costs: those partial batches' requests wait longer.
+// Filling under load (batching.max_fill_wait_ms; unset: 150 ms on accelerators, off on CPU instances, as measured at
+// FillWaitMs in backend/base/model_config.h): a due partial batch lets a whole batch of another bucket (same or
+// higher priority level) go first while it can afford to: after that batch's estimated compute, none of its
+// requests will have waited longer than max_queue_delay + max_fill_wait, and each can still start by its deadline
+// minus the partial batch's estimated compute. It never idles an instance (a whole batch runs instead), so at
+// saturation long, rarely full buckets fill while short ones keep the device busy; below saturation nothing
+// changes (no whole batch is waiting). Costs: those partial batches' requests wait longer.
 //
 // Not waiting for no one (batching.skip_futile_delay, on by default): a closed-loop client sends its next request
 // only when an answer comes. When every request of the recent peak of unanswered ones (the most at once over the

@@ -155,7 +155,7 @@ absl::StatusOr<BatchingOptions> ParseBatching(const YamlNode& root) {
   }
   if (auto fill = node->Optional("max_fill_wait_ms")) {
     SLUICE_ASSIGN_OR_RETURN(options.max_fill_wait_ms, fill->AsDouble());
-    if (!(std::isfinite(options.max_fill_wait_ms) && options.max_fill_wait_ms >= 0)) {
+    if (!(std::isfinite(*options.max_fill_wait_ms) && *options.max_fill_wait_ms >= 0)) {
       return fill->Error("must be >= 0 and finite (0: off)");
     }
   }
@@ -505,6 +505,16 @@ const TensorSpec& ModelConfig::embedding_output() const {
 
 bool ModelConfig::has_variable_output() const {
   return std::any_of(outputs.begin(), outputs.end(), [](const TensorSpec& t) { return t.has_variable_axis(); });
+}
+
+bool ModelConfig::has_cpu_instances() const {
+  return std::any_of(instances.begin(), instances.end(),
+                     [](const InstanceGroup& group) { return group.device == DeviceKind::kCpu; });
+}
+
+double FillWaitMs(const ModelConfig& model) {
+  constexpr double kAcceleratorDefaultMs = 150;
+  return model.batching.max_fill_wait_ms.value_or(model.has_cpu_instances() ? 0 : kAcceleratorDefaultMs);
 }
 
 std::string ModelConfig::GraphPath(int batch_size, int64_t length) const {

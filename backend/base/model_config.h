@@ -75,10 +75,8 @@ struct BatchingOptions {
   // Filling under load: how much longer than max_queue_delay_ms a partial batch may wait while whole batches of
   // other buckets (of its priority or higher) run ahead of it, so that it fills. Never past what a request's
   // deadline allows, never while an instance would idle. 0: off (a due partial batch goes first by age).
-  // 150 ms: at 16 calls in flight on the sim's speech mix the partial batches passed over are 60-150 ms old, so
-  // 100 ms caught few of them (+0.6 % served) and 150 or 300 ms the same +2 %; the longer, the longer the tail
-  // under heavier load (1000 ms at 64 in flight: p99 427 -> 909 ms).
-  double max_fill_wait_ms = 150;
+  // Unset: FillWaitMs below (150 ms on accelerators, off on CPU instances).
+  std::optional<double> max_fill_wait_ms;
   // Not waiting for no one: when every request the model recently had in flight at once is already queued (none
   // running or being answered), no answer is pending that could bring a closed-loop client's next request, so
   // max_queue_delay_ms would only idle a free instance: the oldest partial batch starts at once. Open-loop
@@ -96,6 +94,7 @@ struct BatchingOptions {
   // on a VM). With more in flight the threads bringing that work need the CPU, and it sleeps at once. 0: off.
   int idle_spin_us = 200;
 };
+
 
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the
 // variable axis). Outputs' variable axis has ceil(length * output_steps_per_input_step) steps.
@@ -163,6 +162,7 @@ struct ModelConfig {
   int max_batch_size() const { return buckets.batch_sizes.back(); }
   int64_t max_length() const { return buckets.lengths.back(); }
   bool has_variable_output() const;
+  bool has_cpu_instances() const;
   // The output the voice API decodes. REQUIRES: speech is set.
   const TensorSpec& speech_output() const;
   // The vector the embeddings API answers. REQUIRES: embedding is set.
@@ -170,6 +170,14 @@ struct ModelConfig {
   // The precompiled graph for one bucket: <directory>/graphs/b<batch>_l<length>.pt
   std::string GraphPath(int batch_size, int64_t length) const;
 };
+
+// batching.max_fill_wait_ms as configured, else the default for the model's devices. On accelerators (sim, cuda,
+// neuron) 150 ms: at 16 calls in flight on the sim's speech mix the partial batches passed over are 60-150 ms old,
+// so 100 ms caught few of them (+0.6 % served) and 150 or 300 ms the same +2 %; the longer, the longer the tail
+// under heavier load (1000 ms at 64 in flight: p99 427 -> 909 ms). Off where any instance is a CPU: there it made
+// requests wait longer and served no more (asr_ctc near saturation, 160 req/s open loop, alternated: p50 56-63 ->
+// 105-109 ms, p99 294-309 -> 357-625 ms).
+double FillWaitMs(const ModelConfig& model);
 
 // Reads and validates <model_dir>/config.yaml. Every error names the file, the key and the line.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);

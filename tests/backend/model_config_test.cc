@@ -271,21 +271,21 @@ TEST(ModelConfigTest, IdleSpinIs200UsByDefaultAndCanBeTurnedOff) {
   EXPECT_EQ(off->batching.idle_spin_us, 0);
 }
 
-// The batching rules that act by default (skip_futile_delay, await_returns, the fill rule's 150 ms), each turned
-// off by its own setting without touching the others.
+// The batching rules that act by default (skip_futile_delay, await_returns, the fill rule: unset, so its device
+// default), each turned off by its own setting without touching the others.
 TEST(ModelConfigTest, BatchingRulesAreOnByDefaultAndEachCanBeTurnedOff) {
   absl::StatusOr<ModelConfig> config = Parse(kValid);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->batching.skip_futile_delay);
   EXPECT_TRUE(config->batching.await_returns);
-  EXPECT_EQ(config->batching.max_fill_wait_ms, 150);
+  EXPECT_FALSE(config->batching.max_fill_wait_ms.has_value());
   struct Off {
     std::string setting;
     bool skip_futile_delay, await_returns;
-    double max_fill_wait_ms;
+    std::optional<double> max_fill_wait_ms;
   };
-  for (const Off& off : {Off{"skip_futile_delay: false", false, true, 150}, Off{"await_returns: false", true, false, 150},
-                         Off{"max_fill_wait_ms: 0", true, true, 0}}) {
+  for (const Off& off : {Off{"skip_futile_delay: false", false, true, std::nullopt},
+                         Off{"await_returns: false", true, false, std::nullopt}, Off{"max_fill_wait_ms: 0", true, true, 0}}) {
     absl::StatusOr<ModelConfig> turned =
         Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, " + off.setting));
     ASSERT_TRUE(turned.ok()) << off.setting << ": " << turned.status();
@@ -293,6 +293,25 @@ TEST(ModelConfigTest, BatchingRulesAreOnByDefaultAndEachCanBeTurnedOff) {
     EXPECT_EQ(turned->batching.await_returns, off.await_returns) << off.setting;
     EXPECT_EQ(turned->batching.max_fill_wait_ms, off.max_fill_wait_ms) << off.setting;
   }
+}
+
+// Unset, the fill rule's wait is 150 ms on accelerators and off wherever a CPU instance serves the model (measured
+// there: longer waits, nothing more served); a configured value holds on any device.
+TEST(ModelConfigTest, FillWaitDefaultsByDeviceAndAConfiguredValueHolds) {
+  ModelConfig model;
+  for (DeviceKind device : {DeviceKind::kSim, DeviceKind::kCuda, DeviceKind::kNeuron}) {
+    model.instances = {{1, device}};
+    EXPECT_EQ(FillWaitMs(model), 150);
+  }
+  model.instances = {{1, DeviceKind::kCpu}};
+  EXPECT_EQ(FillWaitMs(model), 0);
+  model.instances = {{1, DeviceKind::kSim}, {1, DeviceKind::kCpu}};
+  EXPECT_EQ(FillWaitMs(model), 0);
+  model.batching.max_fill_wait_ms = 40;
+  EXPECT_EQ(FillWaitMs(model), 40);
+  model.instances = {{1, DeviceKind::kSim}};
+  model.batching.max_fill_wait_ms = 0;
+  EXPECT_EQ(FillWaitMs(model), 0);
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {
