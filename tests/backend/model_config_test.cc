@@ -285,7 +285,8 @@ TEST(ModelConfigTest, BatchingRulesAreOnByDefaultAndEachCanBeTurnedOff) {
     std::optional<double> max_fill_wait_ms;
   };
   for (const Off& off : {Off{"skip_futile_delay: false", false, true, std::nullopt},
-                         Off{"await_returns: false", true, false, std::nullopt}, Off{"max_fill_wait_ms: 0", true, true, 0}}) {
+                         Off{"await_returns: false", true, false, std::nullopt},
+                         Off{"max_fill_wait_ms: 0", true, true, 0}}) {
     absl::StatusOr<ModelConfig> turned =
         Parse(ValidWith("max_queue_delay_ms: 5", "max_queue_delay_ms: 5, " + off.setting));
     ASSERT_TRUE(turned.ok()) << off.setting << ": " << turned.status();
