@@ -95,7 +95,6 @@ struct BatchingOptions {
   int idle_spin_us = 200;
 };
 
-
 // Latency of the `sim` backend: base_ms + per_sample_us * batch * length (one "sample" = one step of the
 // variable axis). Outputs' variable axis has ceil(length * output_steps_per_input_step) steps.
 // Faults the `sim` device injects, for tests that faults stay contained (config `sim: {faults: {...}}`): each
